@@ -1,0 +1,46 @@
+"""Fixtures shared across the test suite.
+
+Component-specific fixtures live beside their tests (tests/<component>/conftest.py).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (tests run servers side by side)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """A real S3-compatible endpoint: moto's server over HTTP on loopback.
+
+    Yields the endpoint URL. Clients get it through AWS_ENDPOINT_URL_S3 (boto3,
+    s3fs) and dummy credentials, exactly as they would talk to a real bucket.
+    """
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed: run `make setup`")
+    port = free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point boto3/s3fs at the local S3 server for one test."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-south-2")
+    return s3_server
