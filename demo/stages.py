@@ -1,0 +1,141 @@
+"""Running the demo's stages: numbered, timed, each with its own log, stopping at the first failure.
+
+Each stage's commands run as subprocesses (the parts' own CLIs), their output streamed to
+the console (indented) and to reports/demo/logs/<n>-<stage>.log, which is kept after a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+
+class StageFailed(Exception):
+    def __init__(self, stage: str, log: Path, why: str) -> None:
+        super().__init__(f"stage '{stage}' failed: {why} (log: {log})")
+        self.stage, self.log, self.why = stage, log, why
+
+
+@dataclass
+class StageRecord:
+    number: int
+    name: str
+    title: str
+    log: Path
+    status: str = "running"
+    seconds: float = 0.0
+    detail: str = ""
+
+    def as_dict(self, root: Path) -> dict[str, Any]:
+        log = os.path.relpath(self.log, root)
+        return {"number": self.number, "name": self.name, "title": self.title, "status": self.status,
+                "seconds": round(self.seconds, 1), "log": log, "detail": self.detail}  # fmt: skip
+
+
+@dataclass
+class Runner:
+    """Owns the log folder, the stage list and the console output."""
+
+    logs: Path
+    total: int
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    stages: list[StageRecord] = field(default_factory=list)
+    quiet: bool = False
+    _current: StageRecord | None = None
+    _log: IO[str] | None = None
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    @contextmanager
+    def stage(self, name: str, title: str) -> Iterator[StageRecord]:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        rec = StageRecord(len(self.stages) + 1, name, title, self.logs / f"{len(self.stages) + 1}-{name}.log")
+        self.stages.append(rec)
+        self.say(f"\n[{rec.number}/{self.total}] {title}")
+        start = time.monotonic()
+        with rec.log.open("w") as log:
+            self._current, self._log = rec, log
+            try:
+                yield rec
+            except StageFailed:
+                rec.status = "failed"
+                raise
+            except Exception as exc:  # a bug or an unexpected input: still name the stage and keep the log
+                rec.status = "failed"
+                log.write(f"\n{type(exc).__name__}: {exc}\n")
+                raise StageFailed(name, rec.log, f"{type(exc).__name__}: {exc}") from exc
+            else:
+                rec.status = "ok"
+            finally:
+                rec.seconds = time.monotonic() - start
+                self._current, self._log = None, None
+        self.say(f"      done in {rec.seconds:.0f} s" + (f": {rec.detail}" if rec.detail else ""))
+
+    def log(self, text: str) -> None:
+        assert self._log is not None
+        self._log.write(text + "\n")
+        self._log.flush()
+
+    def fail(self, why: str) -> None:
+        assert self._current is not None
+        self.log(f"FAILED: {why}")
+        raise StageFailed(self._current.name, self._current.log, why)
+
+    def run(
+        self, cmd: Sequence[str], *, timeout_s: float, ok_codes: tuple[int, ...] = (0,), echo: bool = True
+    ) -> int:
+        """Run one command to completion, streaming its output; fail the stage on a bad exit code."""
+        assert self._log is not None and self._current is not None
+        shown = " ".join(cmd).replace(sys.executable, "python")
+        self.log(f"$ {shown}")
+        self.say(f"      $ {shown}")
+        env = {**self.env, "PYTHONUNBUFFERED": "1"}
+        # Own process group: a timeout kills the command and whatever it started.
+        proc = subprocess.Popen(
+            list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+            errors="replace",
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                self._log.write(line)
+                if echo and not self.quiet:
+                    sys.stdout.write("        " + line)
+                    sys.stdout.flush()
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(cmd, timeout_s)
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            self.fail(f"`{shown}` ran past {timeout_s:.0f} s")
+        finally:
+            if proc.poll() is None:
+                kill_group(proc)
+        self._log.flush()
+        if code not in ok_codes:
+            self.fail(f"`{shown}` exited {code}")
+        return code
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace_s)

@@ -1,0 +1,126 @@
+"""AWS implementation of the platform shape: `build(cfg)` declares everything and returns a CloudPlatform."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.aws import documents
+from infra.aws.audit import Audit, trail_arn
+from infra.aws.cluster import Cluster
+from infra.aws.identity import Identities, PodRole
+from infra.aws.keys import EnvironmentKey
+from infra.aws.network import Network
+from infra.aws.registry import Registry
+from infra.aws.storage import Buckets
+from infra.config import PlatformConfig
+from infra.naming import tags
+from infra.shape import DATA_BUCKETS, POOL_SELECTORS, CloudPlatform, HelmChart, ServiceAccountRef
+
+CLUSTER_AUTOSCALER_SA = ServiceAccountRef("kube-system", "cluster-autoscaler")
+
+
+def build(cfg: PlatformConfig) -> CloudPlatform:
+    provider = aws.Provider(
+        "aws",
+        region=cfg.region,
+        # Belt and braces: anything taggable we did not tag explicitly still gets the required tags.
+        default_tags=aws.ProviderDefaultTagsArgs(tags=tags(cfg)),
+    )
+    opts = pulumi.ResourceOptions(provider=provider)
+    # Invokes run during a real preview too, so the account id (and ARNs built from it) are known there.
+    account_id = aws.get_caller_identity(opts=pulumi.InvokeOptions(provider=provider)).account_id
+    cluster_name = cfg.name
+    trail = trail_arn(cfg, account_id)
+
+    key = EnvironmentKey(f"{cfg.name}-key", cfg, account_id, trail, opts)
+    buckets = Buckets(
+        f"{cfg.name}-buckets", cfg, key_arn=key.arn, account_id=account_id, trail_arn=trail, opts=opts
+    )
+    registry = Registry(f"{cfg.name}-registry", cfg, key_arn=key.arn, account_id=account_id, opts=opts)
+    network = Network(f"{cfg.name}-network", cfg, cluster_name, opts)
+    cluster = Cluster(
+        f"{cfg.name}-eks",
+        cfg,
+        cluster_name=cluster_name,
+        account_id=account_id,
+        subnet_ids=network.private_subnet_ids,
+        key_arn=key.arn,
+        opts=opts,
+    )
+    bindings = pulumi.ResourceOptions(provider=provider, depends_on=[cluster.pod_identity_agent])
+    Identities(
+        f"{cfg.name}-identities",
+        cfg,
+        account_id=account_id,
+        cluster_name=cluster.cluster.name,
+        bucket_names=buckets.names,
+        repository_arns=registry.repository_arns,
+        key_arn=key.arn,
+        opts=bindings,
+    )
+    PodRole(
+        f"{cfg.name}-cluster-autoscaler",
+        cfg,
+        role_name=f"{cfg.name}-cluster-autoscaler",
+        account_id=account_id,
+        cluster_name=cluster.cluster.name,
+        service_account=CLUSTER_AUTOSCALER_SA,
+        policy=documents.cluster_autoscaler_policy(cluster_name, cfg.region, account_id),
+        key_policy=None,
+        opts=bindings,
+    )
+    Audit(
+        f"{cfg.name}-audit",
+        cfg,
+        log_bucket=buckets.buckets["logs"].bucket.bucket,
+        data_bucket_names=[buckets.names[p] for p in DATA_BUCKETS],
+        key_arn=key.arn,
+        depends_on=[buckets.buckets["logs"]],
+        opts=opts,
+    )
+    return CloudPlatform(
+        cloud="aws",
+        cluster_name=cluster.cluster.name,
+        kubeconfig=cluster.kubeconfig,
+        bucket_uris=buckets.uris,
+        image_repositories=registry.urls,
+        addons=addons(cfg, cluster_name),
+        depends_on=[cluster.system_pool],
+    )
+
+
+def addons(cfg: PlatformConfig, cluster_name: str) -> list[HelmChart]:
+    system = dict(POOL_SELECTORS["system"].node_selector)
+    return [
+        HelmChart(
+            name="cluster-autoscaler",
+            chart="cluster-autoscaler",
+            repo="https://kubernetes.github.io/autoscaler",
+            version="9.43.2",
+            namespace=CLUSTER_AUTOSCALER_SA.namespace,
+            values={
+                "autoDiscovery": {"clusterName": cluster_name},
+                "awsRegion": cfg.region,
+                "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SA.name}},
+                "nodeSelector": system,
+                "extraArgs": {"balance-similar-node-groups": True, "skip-nodes-with-local-storage": False},
+            },
+        ),
+        # Spot interruption: the handler watches instance metadata on spot nodes for the 2-minute notice
+        # and rebalance recommendations, then cordons and drains, so the trainer gets SIGTERM and checkpoints.
+        HelmChart(
+            name="aws-node-termination-handler",
+            chart="aws-node-termination-handler",
+            repo="https://aws.github.io/eks-charts",
+            version="0.21.0",
+            namespace="kube-system",
+            values={
+                "enableSpotInterruptionDraining": True,
+                "enableRebalanceMonitoring": True,
+                "enableRebalanceDraining": False,
+                "nodeSelector": {"eks.amazonaws.com/capacityType": "SPOT"},
+                "daemonsetTolerations": [{"operator": "Exists"}],
+            },
+        ),
+    ]

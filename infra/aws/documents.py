@@ -1,0 +1,311 @@
+"""AWS policy documents as pure functions: names/ARNs in, a JSON-ready dict out. No Pulumi here.
+
+Rules they keep: no `*` action; no `*` resource except for the few actions AWS defines without resource
+types (listed in `ACTIONS_WITHOUT_RESOURCE_TYPES`: AWS rejects any ARN there, so `*` is the only value
+that works, and IAM analysers such as parliament do not flag them); key permissions name one key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from infra.shape import BUCKET_ACCESS, Access
+
+Document = dict[str, Any]
+VERSION = "2012-10-17"
+
+# IAM actions that take no resource ARN (Service Authorization Reference: "Resource types: (none)").
+ACTIONS_WITHOUT_RESOURCE_TYPES = frozenset(
+    {
+        "ecr:GetAuthorizationToken",
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations",
+        "autoscaling:DescribeScalingActivities",
+        "autoscaling:DescribeTags",
+        "ec2:DescribeImages",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements",
+    }
+)
+
+_READ_OBJECT = ["s3:GetObject", "s3:GetObjectVersion"]
+_WRITE_OBJECT = ["s3:PutObject", "s3:AbortMultipartUpload"]
+_DELETE_OBJECT = ["s3:DeleteObject"]
+_LIST_BUCKET = ["s3:ListBucket"]
+KMS_READ = ["kms:Decrypt"]
+KMS_WRITE = ["kms:GenerateDataKey"]
+ECR_PUSH = [
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:CompleteLayerUpload",
+    "ecr:DescribeImages",
+    "ecr:InitiateLayerUpload",
+    "ecr:PutImage",
+    "ecr:UploadLayerPart",
+]
+
+
+def bucket_arn(name: str) -> str:
+    return f"arn:aws:s3:::{name}"
+
+
+def ecr_repository_arn(region: str, account_id: str, name: str) -> str:
+    return f"arn:aws:ecr:{region}:{account_id}:repository/{name}"
+
+
+def _statement(sid: str, actions: Iterable[str], resources: Iterable[str], **extra: Any) -> Document:
+    return {"Sid": sid, "Effect": "Allow", "Action": sorted(actions), "Resource": sorted(resources), **extra}
+
+
+def _sid(*parts: str) -> str:
+    return "".join(p.replace("-", " ").title().replace(" ", "") for p in parts)
+
+
+def bucket_statements(identity: str, bucket_names: Mapping[str, str]) -> list[Document]:
+    """S3 statements for one identity, from `shape.BUCKET_ACCESS` (bucket purpose -> name)."""
+    statements: list[Document] = []
+    for purpose, access in sorted(BUCKET_ACCESS[identity].items()):
+        arn = bucket_arn(bucket_names[purpose])
+        actions = {
+            Access.READ: _READ_OBJECT,
+            Access.WRITE: _WRITE_OBJECT,
+            Access.READ_WRITE: _READ_OBJECT + _WRITE_OBJECT + _DELETE_OBJECT,
+        }[access]
+        statements.append(_statement(_sid(purpose, "objects"), actions, [f"{arn}/*"]))
+        if access is not Access.WRITE:
+            statements.append(_statement(_sid(purpose, "list"), _LIST_BUCKET, [arn]))
+    return statements
+
+
+def key_statement(identity: str, key_arn: str) -> Document | None:
+    """KMS use of the environment key, only as far as the identity's bucket access needs it."""
+    accesses = set(BUCKET_ACCESS[identity].values())
+    actions: set[str] = set()
+    if accesses & {Access.READ, Access.READ_WRITE}:
+        actions.update(KMS_READ)
+    if accesses & {Access.WRITE, Access.READ_WRITE}:
+        actions.update(KMS_WRITE)
+    return _statement("EnvironmentKey", actions, [key_arn]) if actions else None
+
+
+def ecr_push_statements(repository_arns: Iterable[str]) -> list[Document]:
+    return [
+        _statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
+        _statement("EcrPush", ECR_PUSH, repository_arns),
+    ]
+
+
+def policy(statements: Iterable[Document | None]) -> Document:
+    return {"Version": VERSION, "Statement": [s for s in statements if s]}
+
+
+def identity_policy(
+    identity: str, bucket_names: Mapping[str, str], repository_arns: Iterable[str]
+) -> Document:
+    """Everything an identity may do except key use (the key ARN is only known after creation)."""
+    statements = bucket_statements(identity, bucket_names)
+    repos = list(repository_arns)
+    if repos:
+        statements += ecr_push_statements(repos)
+    return policy(statements)
+
+
+def service_trust_policy(service: str) -> Document:
+    return policy(
+        [
+            {
+                "Sid": "ServiceAssumeRole",
+                "Effect": "Allow",
+                "Principal": {"Service": service},
+                "Action": "sts:AssumeRole",
+            }
+        ]
+    )
+
+
+def pod_identity_trust_policy(account_id: str) -> Document:
+    """EKS Pod Identity: the agent assumes the role on the pod's behalf and tags the session."""
+    return policy(
+        [
+            {
+                "Sid": "EksPodIdentity",
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            }
+        ]
+    )
+
+
+def tls_only_statement(bucket: str) -> Document:
+    arn = bucket_arn(bucket)
+    return {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [arn, f"{arn}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+
+
+def bucket_policy(bucket: str) -> Document:
+    """Data buckets: TLS only. Access itself is granted by identity policies, never by the bucket."""
+    return policy([tls_only_statement(bucket)])
+
+
+def log_bucket_policy(
+    bucket: str, account_id: str, source_buckets: Iterable[str], trail_arn: str
+) -> Document:
+    """The log bucket: TLS only, S3 server access logs from our buckets, CloudTrail from our trail."""
+    arn = bucket_arn(bucket)
+    return policy(
+        [
+            tls_only_statement(bucket),
+            {
+                "Sid": "S3ServerAccessLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": "s3:PutObject",
+                "Resource": f"{arn}/access/*",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": sorted(bucket_arn(b) for b in source_buckets)},
+                },
+            },
+            {
+                "Sid": "CloudTrailAclCheck",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "s3:GetBucketAcl",
+                "Resource": arn,
+                "Condition": {"StringEquals": {"aws:SourceArn": trail_arn}},
+            },
+            {
+                "Sid": "CloudTrailWrite",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "s3:PutObject",
+                "Resource": f"{arn}/cloudtrail/AWSLogs/{account_id}/*",
+                "Condition": {
+                    "StringEquals": {"s3:x-amz-acl": "bucket-owner-full-control", "aws:SourceArn": trail_arn}
+                },
+            },
+        ]
+    )
+
+
+def key_policy(account_id: str, region: str, trail_arn: str) -> Document:
+    """The environment key's policy. In a key policy `"Resource": "*"` means "this key" (AWS requires it).
+
+    The account administers the key through IAM; AWS services that write encrypted data for us
+    (CloudTrail, CloudWatch Logs, S3 server access logging, Auto Scaling for node volumes) may use it,
+    scoped to this account.
+    """
+    root = f"arn:aws:iam::{account_id}:root"
+    autoscaling_role = f"arn:aws:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    return policy(
+        [
+            {
+                "Sid": "AccountAdministersThroughIam",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "CloudTrailEncryptsLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": ["kms:DescribeKey", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"aws:SourceArn": trail_arn},
+                    "StringLike": {
+                        "kms:EncryptionContext:aws:cloudtrail:arn": f"arn:aws:cloudtrail:*:{account_id}:trail/*"
+                    },
+                },
+            },
+            {
+                "Sid": "CloudWatchLogsEncrypt",
+                "Effect": "Allow",
+                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+                "Action": [
+                    "kms:Decrypt",
+                    "kms:DescribeKey",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey*",
+                    "kms:ReEncrypt*",
+                ],
+                "Resource": "*",
+                "Condition": {
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{region}:{account_id}:log-group:*"
+                    }
+                },
+            },
+            # EKS node groups launch through Auto Scaling; its service-linked role encrypts the nodes'
+            # root volumes with this key (AWS's documented key-policy statements for encrypted EBS).
+            {
+                "Sid": "AutoScalingEncryptsNodeVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling_role},
+                "Action": [
+                    "kms:Decrypt",
+                    "kms:DescribeKey",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey*",
+                    "kms:ReEncrypt*",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "AutoScalingAttachesVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling_role},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            },
+            {
+                "Sid": "S3AccessLogDelivery",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": ["kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
+        ]
+    )
+
+
+def cluster_autoscaler_policy(cluster_name: str, region: str, account_id: str) -> Document:
+    """Cluster autoscaler: describe (no resource types) and resize only the ASGs tagged for this cluster."""
+    return policy(
+        [
+            _statement(
+                "Describe",
+                sorted(
+                    a for a in ACTIONS_WITHOUT_RESOURCE_TYPES if a.split(":")[0] in ("autoscaling", "ec2")
+                ),
+                ["*"],
+            ),
+            _statement(
+                "ResizeOwnGroups",
+                ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                [f"arn:aws:autoscaling:{region}:{account_id}:autoScalingGroup:*:autoScalingGroupName/*"],
+                Condition={
+                    "StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}
+                },
+            ),
+            _statement(
+                "DescribeNodegroups",
+                ["eks:DescribeNodegroup"],
+                [f"arn:aws:eks:{region}:{account_id}:nodegroup/{cluster_name}/*"],
+            ),
+        ]
+    )

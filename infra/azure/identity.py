@@ -1,0 +1,97 @@
+"""User-assigned managed identities for trainer, server and CI deployer, federated with their Kubernetes
+service accounts (AKS workload identity) and assigned roles on single containers or the registry."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_azure_native as azure
+
+from infra.azure import roles
+from infra.azure.storage import Storage
+from infra.config import PlatformConfig
+from infra.naming import tags
+from infra.shape import IDENTITIES, SERVICE_ACCOUNTS
+
+TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+
+
+class Identities(pulumi.ComponentResource):
+    client_ids: dict[str, pulumi.Output[str]]
+
+    def __init__(
+        self,
+        name: str,
+        cfg: PlatformConfig,
+        *,
+        resource_group: str,
+        subscription: str,
+        storage: Storage,
+        registry_id: pulumi.Input[str],
+        oidc_issuer: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        super().__init__("eu-ml-platform:azure:Identities", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        rg_id = roles.resource_group_id(subscription, resource_group)
+        writer = azure.authorization.RoleDefinition(
+            f"{name}-blob-writer",
+            role_definition_id=roles.writer_role_guid(cfg.stack),
+            role_name=f"{cfg.name} blob writer",
+            description="Create blobs; no read, list or delete (write-only model publishing).",
+            role_type="CustomRole",
+            scope=rg_id,
+            assignable_scopes=[rg_id],
+            permissions=[
+                azure.authorization.PermissionArgs(data_actions=list(roles.BLOB_WRITE_DATA_ACTIONS))
+            ],
+            opts=child,
+        )
+        self.client_ids = {}
+        for identity in IDENTITIES:
+            uai = azure.managedidentity.UserAssignedIdentity(
+                f"{name}-{identity}",
+                resource_name_=f"id-{cfg.name}-{identity}",
+                resource_group_name=resource_group,
+                location=cfg.region,
+                tags=tags(cfg, identity=identity),
+                opts=child,
+            )
+            self.client_ids[identity] = uai.client_id
+            sa = SERVICE_ACCOUNTS[identity]
+            azure.managedidentity.FederatedIdentityCredential(
+                f"{name}-{identity}-federation",
+                federated_identity_credential_resource_name=f"k8s-{sa.namespace}-{sa.name}",
+                resource_name_=uai.name,
+                resource_group_name=resource_group,
+                issuer=oidc_issuer,
+                subject=roles.federated_subject(sa.namespace, sa.name),
+                audiences=[TOKEN_AUDIENCE],
+                opts=child,
+            )
+            for a in roles.container_assignments(identity):
+                owner, container = storage.containers[a.target]
+                role_id = (
+                    writer.id
+                    if a.role == roles.WRITER_ROLE
+                    else roles.role_definition_id(subscription, a.role)
+                )
+                azure.authorization.RoleAssignment(
+                    f"{name}-{identity}-{a.target}",
+                    principal_id=uai.principal_id,
+                    principal_type="ServicePrincipal",
+                    role_definition_id=role_id,
+                    scope=roles.container_scope(
+                        subscription, resource_group, storage.account_names[owner], container
+                    ),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[storage.accounts[owner]]),
+                )
+            for a in roles.registry_assignments(identity):
+                azure.authorization.RoleAssignment(
+                    f"{name}-{identity}-{a.target}",
+                    principal_id=uai.principal_id,
+                    principal_type="ServicePrincipal",
+                    role_definition_id=roles.role_definition_id(subscription, a.role),
+                    scope=registry_id,
+                    opts=child,
+                )
+        self.register_outputs({})

@@ -1,0 +1,62 @@
+"""GCP role bindings as pure data: which predefined role each identity gets on which bucket or repository.
+
+Bindings are on the resource (bucket, repository), never on the project, so no identity can reach
+anything else. Callers never need KMS roles: GCS and Artifact Registry encrypt with the key through their
+own service agents, which get `roles/cloudkms.cryptoKeyEncrypterDecrypter` on this one key only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, Access, ServiceAccountRef
+
+BUCKET_ROLES: Mapping[Access, str] = {
+    Access.READ: "roles/storage.objectViewer",
+    # Create objects, cannot read, overwrite or delete them.
+    Access.WRITE: "roles/storage.objectCreator",
+    # Read, list, create, overwrite and delete objects; no bucket or IAM administration.
+    Access.READ_WRITE: "roles/storage.objectUser",
+}
+REPOSITORY_PUSH_ROLE = "roles/artifactregistry.writer"
+KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    identity: str
+    target: str  # bucket purpose or image name
+    role: str
+
+
+def bucket_bindings(identity: str) -> list[Binding]:
+    return [
+        Binding(identity, purpose, BUCKET_ROLES[access])
+        for purpose, access in sorted(BUCKET_ACCESS[identity].items())
+    ]
+
+
+def repository_bindings(identity: str) -> list[Binding]:
+    return [Binding(identity, image, REPOSITORY_PUSH_ROLE) for image in IMAGE_PUSH[identity]]
+
+
+def service_account_email(account_id: str, project: str) -> str:
+    return f"{account_id}@{project}.iam.gserviceaccount.com"
+
+
+def workload_identity_member(project: str, sa: ServiceAccountRef) -> str:
+    """The Kubernetes service account as an IAM principal (GKE Workload Identity)."""
+    return f"serviceAccount:{project}.svc.id.goog[{sa.namespace}/{sa.name}]"
+
+
+def service_agents(project_number: str) -> dict[str, str]:
+    """Google-managed service agents that encrypt with the environment key on our behalf."""
+    return {
+        "storage": f"service-{project_number}@gs-project-accounts.iam.gserviceaccount.com",
+        "artifactregistry": f"service-{project_number}@gcp-sa-artifactregistry.iam.gserviceaccount.com",
+        "container": f"service-{project_number}@container-engine-robot.iam.gserviceaccount.com",
+        "compute": f"service-{project_number}@compute-system.iam.gserviceaccount.com",
+        "logging": f"service-{project_number}@gcp-sa-logging.iam.gserviceaccount.com",
+    }

@@ -1,0 +1,31 @@
+"""Names and tags: one place decides how resources are called and labelled on every cloud."""
+
+from __future__ import annotations
+
+import re
+
+from infra.config import PlatformConfig
+
+
+def global_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 63) -> str:
+    """Globally unique, DNS-safe name (S3/GCS buckets): `<org>-mlp-<stack>-<purpose>`.
+
+    Deterministic on purpose: a real preview then knows bucket ARNs, so IAM documents are known too.
+    """
+    name = f"{cfg.org}-mlp-{cfg.stack}-{purpose}"
+    if len(name) > max_len:
+        raise ValueError(f"name {name!r} is longer than {max_len}: shorten org or the stack name")
+    return name
+
+
+def compact_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 24) -> str:
+    """Alphanumeric global name (Azure storage accounts, registries, key vaults): `<org>mlp<stack><purpose>`."""
+    name = re.sub(r"[^a-z0-9]", "", f"{cfg.org}mlp{cfg.stack}{purpose}".lower())
+    if len(name) > max_len:
+        raise ValueError(f"name {name!r} is longer than {max_len}: shorten org or the stack name")
+    return name
+
+
+def tags(cfg: PlatformConfig, **extra: str) -> dict[str, str]:
+    """The required tags (AWS tags, Azure tags, GCP labels: all share the stricter GCP syntax)."""
+    return {**cfg.tags, "stack": cfg.stack, "managed-by": "pulumi", **extra}

@@ -1,0 +1,333 @@
+"""Offline plan: run the program for committed stacks under Pulumi's mock engine, preview semantics.
+
+    python -m infra.plan --out reports/plan                 # every Pulumi.<stack>.yaml at the root
+    python -m infra.plan --out reports/plan --stack dev     # one (or several: --stack dev --stack prod)
+
+Writes `<out>/<stack>.json`:
+    {"stack", "cloud", "project", "environment", "region",
+     "resources": [{"urn", "type", "name", "custom", "inputs", "parent", "dependencies", "provider", "protect"}],
+     "outputs": {...}}
+`inputs` are exactly what the engine receives from the program (the protobuf Struct a policy pack's
+Analyzer is given, as JSON): camelCase wire names, numbers as floats, values a real preview would not
+know as Pulumi's unknown sentinel UNKNOWN (below), secrets as Pulumi's secret envelope with the value
+replaced by "[secret]", resource references as Pulumi's resource-reference envelope.
+
+What the mocks answer stands in for the cloud account: invokes return placeholder identities
+(`MOCK_ACCOUNT`...) and, as in a real preview, a created resource's id and computed outputs are unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextvars
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.config import PROJECT, ConfigError, PlatformConfig, parse, project_keys
+
+# Pulumi's wire value for "unknown during preview" (pulumi.runtime.rpc.UNKNOWN).
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+REDACTED = "[secret]"
+ROOT = Path(__file__).resolve().parent.parent
+
+# Placeholder answers of the invokes the program makes (what the target account would return).
+MOCK_ACCOUNT = "123456789012"
+MOCK_GCP_PROJECT_NUMBER = "123456789012"
+MOCK_AZURE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+MOCK_AZURE_TENANT = "11111111-1111-1111-1111-111111111111"
+MOCK_AZURE_OBJECT = "22222222-2222-2222-2222-222222222222"
+
+
+def committed_stacks(root: Path = ROOT) -> list[str]:
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+
+
+def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
+    """A stack file's `config:` as the Pulumi CLI hands it to a program: `project:key` -> string/JSON."""
+    path = root / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        raise ConfigError(
+            "stack", stack, f"no {path.name}; committed stacks: {', '.join(committed_stacks(root))}"
+        )
+    document = yaml.safe_load(path.read_text()) or {}
+    out: dict[str, str] = {}
+    for key, value in (document.get("config") or {}).items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            # Encrypted with the stack's secrets provider: never readable offline.
+            out[key] = UNKNOWN
+        elif isinstance(value, dict | list):
+            out[key] = json.dumps(value)
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    return out
+
+
+def load_stack(stack: str, root: Path = ROOT) -> PlatformConfig:
+    return parse(project_keys(stack_config(stack, root)), stack=stack)
+
+
+def _mocks_module() -> Any:
+    import pulumi
+
+    class PlanMocks(pulumi.runtime.Mocks):
+        """Engine stand-in. Preview: ids and computed outputs unknown. Update (unit tests): plausible values."""
+
+        def __init__(self, preview: bool) -> None:
+            self.preview = preview
+
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+            # A planned create echoes its inputs; azure-native's `identity` input (a list of ids) and
+            # output (a map) differ in shape, so it is left unknown as the provider's preview would.
+            state = {
+                k: v
+                for k, v in args.inputs.items()
+                if not (args.typ.startswith("azure-native:") and k == "identity")
+            }
+            if self.preview:
+                # Outputs the provider computes on create are unknown at preview, even inside a
+                # structure whose other fields echo known inputs (e.g. AKS `oidcIssuerProfile.issuerURL`).
+                state.update(dict.fromkeys(_computed(args.typ, args.name), UNKNOWN))
+                return "", state
+            resource_id = f"{args.name}-id"
+            state.setdefault("arn", f"arn:mock:{args.typ}:{args.name}")
+            state.setdefault("name", args.name)
+            state.setdefault("id", resource_id)
+            state.update(_computed(args.typ, args.name))
+            identity = args.inputs.get("identity")
+            computed_identity = "identity" in _computed(args.typ, args.name)
+            if args.typ.startswith("azure-native:") and isinstance(identity, dict) and not computed_identity:
+                # The SDK copies known inputs to outputs after an update: give `identity` its output shape.
+                ids = identity.get("userAssignedIdentities") or []
+                state["identity"] = {**identity, "userAssignedIdentities": {i: {} for i in ids}}
+            return resource_id, state
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+            answers: dict[str, dict[str, Any]] = {
+                "aws:index/getCallerIdentity:getCallerIdentity": {
+                    "accountId": MOCK_ACCOUNT,
+                    "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/deployer",
+                    "userId": "AIDAMOCK",
+                    "id": MOCK_ACCOUNT,
+                },
+                "gcp:organizations/getProject:getProject": {
+                    "number": MOCK_GCP_PROJECT_NUMBER,
+                    "projectId": args.args.get("projectId", "project"),
+                    "id": f"projects/{args.args.get('projectId', 'project')}",
+                },
+                "gcp:storage/getProjectServiceAccount:getProjectServiceAccount": {
+                    "emailAddress": f"service-{MOCK_GCP_PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com",
+                    "id": "gcs-agent",
+                },
+                "azure-native:containerservice:listManagedClusterUserCredentials": {
+                    "kubeconfigs": [
+                        {
+                            "name": "clusterUser",
+                            "value": base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode(),
+                        }
+                    ]
+                },
+                "azure-native:authorization:getClientConfig": {
+                    "subscriptionId": MOCK_AZURE_SUBSCRIPTION,
+                    "tenantId": MOCK_AZURE_TENANT,
+                    "objectId": MOCK_AZURE_OBJECT,
+                    "clientId": MOCK_AZURE_OBJECT,
+                },
+            }
+            return answers.get(args.token, {}), []
+
+    return PlanMocks
+
+
+def _computed(typ: str, name: str) -> dict[str, Any]:
+    """Outputs a provider computes on create, for the unit tests that resolve them (update mode only)."""
+    computed: dict[str, dict[str, Any]] = {
+        "aws:eks/cluster:Cluster": {
+            "endpoint": f"https://{name}.eks.example",
+            "certificateAuthority": {"data": "Q0E="},
+        },
+        "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
+        "gcp:container/cluster:Cluster": {
+            "endpoint": "203.0.113.10",
+            "masterAuth": {"clusterCaCertificate": "Q0E="},
+        },
+        "azure-native:containerservice:ManagedCluster": {
+            "identityProfile": {
+                "kubeletidentity": {"objectId": f"{name}-kubelet", "clientId": f"{name}-kubelet"}
+            },
+            "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
+        },
+        "azure-native:managedidentity:UserAssignedIdentity": {
+            "clientId": f"{name}-client",
+            "principalId": f"{name}-principal",
+        },
+        "azure-native:compute:DiskEncryptionSet": {
+            "identity": {"type": "SystemAssigned", "principalId": f"{name}-principal", "tenantId": "tenant"}
+        },
+        "azure-native:keyvault:Vault": {"properties": {"vaultUri": f"https://{name}.vault.azure.net/"}},
+        "azure-native:keyvault:Key": {
+            "keyUri": f"https://vault.example/keys/{name}",
+            "keyUriWithVersion": f"https://vault.example/keys/{name}/1",
+        },
+    }
+    return computed.get(typ, {})
+
+
+def _wire(value: Any) -> Any:
+    """Redact secrets inside a JSON-ified protobuf Struct; everything else is kept as sent."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            return {SECRET_SIG_KEY: SECRET_SIG, "value": REDACTED}
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _recording_monitor(mocks: Any) -> Any:
+    from google.protobuf import json_format
+    from pulumi.runtime.mocks import MockMonitor
+
+    class RecordingMonitor(MockMonitor):
+        """The mock monitor, also keeping what the real engine would get: parent, dependencies, provider."""
+
+        def __init__(self, mocks: Any) -> None:
+            super().__init__(mocks)
+            self.records: list[dict[str, Any]] = []
+
+        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+            response = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                self.records.append(
+                    {
+                        "urn": response.urn,
+                        "type": request.type,
+                        "name": request.name,
+                        "custom": bool(request.custom),
+                        "inputs": _wire(json_format.MessageToDict(request.object)),
+                        "parent": request.parent or None,
+                        "dependencies": sorted(set(request.dependencies)),
+                        "provider": request.provider or None,
+                        "protect": bool(request.protect),
+                    }
+                )
+            return response
+
+    return RecordingMonitor(mocks)
+
+
+async def _serialize_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    from google.protobuf import json_format
+    from pulumi.runtime import rpc
+
+    struct = await rpc.serialize_properties(outputs, {})
+    return _wire(json_format.MessageToDict(struct))
+
+
+def run(cfg: PlatformConfig, config_map: dict[str, str], *, preview: bool = True) -> dict[str, Any]:
+    """Run the program once under mocks in a fresh context; return the plan document."""
+
+    engine_log = logging.getLogger(f"infra.plan.engine.{cfg.stack}")
+    engine_log.propagate = False
+    collected = _Collect()
+    engine_log.handlers[:] = [collected]
+
+    def _in_context() -> dict[str, Any]:
+        import pulumi
+        from pulumi.runtime import config as runtime_config
+        from pulumi.runtime.stack import run_pulumi_func
+        from pulumi.runtime.sync_await import _sync_await
+
+        from infra import program
+
+        monitor = _recording_monitor(_mocks_module()(preview))
+        pulumi.runtime.set_mocks(
+            monitor.mocks,
+            project=PROJECT,
+            stack=cfg.stack,
+            preview=preview,
+            monitor=monitor,
+            logger=engine_log,
+        )
+        runtime_config.set_all_config(config_map)
+        result: dict[str, Any] = {}
+
+        async def _program() -> None:
+            outputs = program.build(cfg)
+            result["outputs"] = await _serialize_outputs(outputs)
+
+        _sync_await(run_pulumi_func(lambda: _sync_await(_program())))
+        return {
+            "stack": cfg.stack,
+            "cloud": cfg.cloud,
+            "project": PROJECT,
+            "environment": cfg.environment,
+            "region": cfg.region,
+            "resources": monitor.records,
+            "outputs": result["outputs"],
+        }
+
+    plan = contextvars.Context().run(_in_context)
+    # The SDKs log (not raise) when a deprecated resource type or property is used: here that is a bug.
+    deprecated = [m for m in collected.messages if "deprecated" in m.lower()]
+    if deprecated:
+        raise RuntimeError(f"{cfg.stack}: deprecated Pulumi resource types or properties used: {deprecated}")
+    return plan
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def render(stacks: Iterable[str], out: Path, root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    out.mkdir(parents=True, exist_ok=True)
+    plans: dict[str, dict[str, Any]] = {}
+    for stack in stacks:
+        config_map = stack_config(stack, root)
+        cfg = parse(project_keys(config_map), stack=stack)
+        plan = run(cfg, config_map)
+        (out / f"{stack}.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+        plans[stack] = plan
+    return plans
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.plan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("reports/plan"), help="folder for <stack>.json")
+    parser.add_argument(
+        "--stack", action="append", help="stack name (repeatable); default: every committed stack"
+    )
+    args = parser.parse_args(argv)
+    stacks = args.stack or committed_stacks()
+    started = time.perf_counter()
+    try:
+        plans = render(stacks, args.out)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for stack, plan in plans.items():
+        print(
+            f"{stack}: {len(plan['resources'])} resources ({plan['cloud']}, {plan['region']}) -> {args.out / stack}.json"
+        )
+    print(f"rendered {len(plans)} stacks in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

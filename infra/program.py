@@ -1,0 +1,123 @@
+"""The whole program: the chosen cloud's platform, then the shared Kubernetes layer, then the outputs.
+
+`build(cfg)` is what `__main__.py` runs and what the tests and the offline plan call under mocks.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.config import PlatformConfig
+from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts
+from infra.k8s.serving import ServingArgs, TritonServing
+from infra.k8s.workloads import CiDeployer, TrainingWorkload
+from infra.shape import (
+    GPU_TAINT_EFFECT,
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    POOL_LABEL,
+    SERVICE_ACCOUNTS,
+    CloudPlatform,
+    image_reference,
+)
+
+
+def build_cloud(cfg: PlatformConfig) -> CloudPlatform:
+    # Only the chosen cloud's SDK is imported (each takes a noticeable share of start-up time).
+    module = importlib.import_module(f"infra.{cfg.cloud}")
+    platform: CloudPlatform = module.build(cfg)
+    return platform
+
+
+def build(cfg: PlatformConfig) -> dict[str, Any]:
+    platform = build_cloud(cfg)
+    labels = {"app.kubernetes.io/part-of": "eu-ml-platform", "platform.eu-ml/environment": cfg.environment}
+    provider = k8s.Provider(
+        "k8s",
+        kubeconfig=platform.kubeconfig,
+        delete_unreachable=not cfg.is_prod,
+        opts=pulumi.ResourceOptions(depends_on=platform.depends_on),
+    )
+    opts = pulumi.ResourceOptions(provider=provider)
+    selectors = platform.pool_selectors()
+    charts = [*platform.addons, *monitoring_charts(cfg.audit_retention_days)]
+    if platform.needs_device_plugin:
+        charts.append(device_plugin(selectors["gpu"]))
+    if cfg.serving.scale_to_zero:
+        charts.append(KEDA)
+    addons = ClusterAddons(f"{cfg.name}-addons", charts, opts)
+
+    serving_image = image_reference(platform.image_repositories["serving"], cfg.serving.image)
+    training_image = image_reference(platform.image_repositories["training"], cfg.training_image)
+    serving = TritonServing(
+        f"{cfg.name}-serving",
+        ServingArgs(
+            image=serving_image,
+            min_replicas=cfg.serving.min_replicas,
+            max_replicas=cfg.serving.max_replicas,
+            queue_time_target_us=cfg.serving.queue_time_target_us,
+            gpu=cfg.serving.gpu,
+            cpu=cfg.serving.cpu,
+            memory=cfg.serving.memory,
+            scale_to_zero=cfg.serving.scale_to_zero,
+            sa_annotations=platform.sa_annotations.get("server", {}),
+            pod_labels=platform.pod_labels.get("server", {}),
+            labels=labels,
+            placement=selectors["gpu" if cfg.serving.gpu else "serving"],
+            # The HPA's metric and the ScaledObject's CRD come from the add-ons.
+            after=(addons,),
+        ),
+        opts,
+    )
+    gpu = cfg.cluster.gpu_pool
+    TrainingWorkload(
+        f"{cfg.name}-training",
+        gpu_quota=gpu.max_nodes * gpu.gpus_per_node,
+        annotations=platform.sa_annotations.get("trainer", {}),
+        labels=labels,
+        opts=opts,
+    )
+    CiDeployer(
+        f"{cfg.name}-ci",
+        annotations=platform.sa_annotations.get("ci-deployer", {}),
+        labels=labels,
+        serving_namespace=serving.namespace,
+        opts=opts,
+    )
+
+    outputs: dict[str, Any] = {
+        "stack": cfg.stack,
+        "cloud": cfg.cloud,
+        "environment": cfg.environment,
+        "region": cfg.region,
+        "cluster_name": platform.cluster_name,
+        "kubeconfig": platform.kubeconfig,
+        "bucket_uris": dict(platform.bucket_uris),
+        "checkpoint_bucket_uri": platform.bucket_uris["checkpoints"],
+        "image_repositories": dict(platform.image_repositories),
+        "serving_image": serving_image,
+        "training_image": training_image,
+        "service_accounts": {
+            identity: {"namespace": ref.namespace, "name": ref.name}
+            for identity, ref in SERVICE_ACCOUNTS.items()
+        },
+        "trainer_namespace": SERVICE_ACCOUNTS["trainer"].namespace,
+        "trainer_service_account": SERVICE_ACCOUNTS["trainer"].name,
+        "trainer_pod_labels": dict(platform.pod_labels.get("trainer", {})),
+        "serving_endpoint": serving.endpoint,
+        "pool_selectors": {pool: sel.to_output() for pool, sel in selectors.items()},
+        "gpu_pool": {
+            "node_label": {POOL_LABEL: "gpu"},
+            "taint": f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}",
+            "gpu_type": gpu.gpu_type,
+            "gpus_per_node": gpu.gpus_per_node,
+            "max_nodes": gpu.max_nodes,
+        },
+    }
+    for name, value in outputs.items():
+        pulumi.export(name, value)
+    return outputs

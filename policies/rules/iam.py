@@ -1,0 +1,198 @@
+"""IAM least privilege: no wildcard actions or resources, no admin or basic roles."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .core import Context, Resource, Rule, as_list, get, is_unknown, parse_json_document, types
+from .public_access import gcp_iam_type, gcp_members
+
+# Actions that only support Resource '*' (no resource-level permissions): '*' is the only option.
+RESOURCE_STAR_ONLY = frozenset(
+    {
+        "ecr:getauthorizationtoken",
+        "sts:getcalleridentity",
+        "ec2:describeinstances",
+        "ec2:describeinstancetypes",
+        "ec2:describeregions",
+        "ec2:describeavailabilityzones",
+        "ec2:describespotpricehistory",
+        "ec2:describespotinstancerequests",
+        "autoscaling:describeautoscalinggroups",
+        "cloudwatch:putmetricdata",
+        "logs:describeloggroups",
+        "s3:listallmybuckets",
+        "ec2:getinstancetypesfrominstancerequirements",
+    }
+)
+
+
+def star_only(action: str) -> bool:
+    """Actions that can only be granted on Resource '*'. Describe* calls (ec2, autoscaling, ...) have no
+    resource-level permissions and return metadata only, so '*' is the only way to grant them."""
+    a = action.lower()
+    return a in RESOURCE_STAR_ONLY or a.split(":", 1)[-1].startswith("describe")
+
+
+ADMIN_POLICY_ARNS = re.compile(
+    r"arn:aws[-a-z]*:iam::aws:policy/(AdministratorAccess|PowerUserAccess|IAMFullAccess)$"
+)
+GCP_BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
+# Built-in Azure role definition ids (the same in every tenant).
+AZURE_PRIVILEGED = {
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
+}
+_SUBSCRIPTION_SCOPE = re.compile(
+    r"^/subscriptions/[^/]+/?$|^/providers/Microsoft\.Management/managementGroups/", re.I
+)
+
+AWS_POLICY_DOCS = {
+    "aws:iam/policy:Policy": "policy",
+    "aws:iam/rolePolicy:RolePolicy": "policy",
+    "aws:iam/userPolicy:UserPolicy": "policy",
+    "aws:iam/groupPolicy:GroupPolicy": "policy",
+}
+K8S_ROLES = types(
+    "kubernetes:rbac.authorization.k8s.io/v1:Role", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+)
+K8S_BINDINGS = types(
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+)
+
+
+def aws_policy_documents(r: Resource) -> list[tuple[str, Any]]:
+    """(where, raw document) of every identity policy the resource carries."""
+    docs = []
+    if r.type in AWS_POLICY_DOCS:
+        docs.append((AWS_POLICY_DOCS[r.type], get(r.inputs, AWS_POLICY_DOCS[r.type])))
+    if r.type == "aws:iam/role:Role":
+        for n, inline in enumerate(as_list(get(r.inputs, "inlinePolicies"))):
+            docs.append((f"inlinePolicies[{n}]", get(inline, "policy")))
+    return [(w, d) for w, d in docs if d is not None and not is_unknown(d)]
+
+
+def statement_wildcards(doc: dict[str, Any]) -> Iterator[str]:
+    for n, st in enumerate(as_list(doc.get("Statement"))):
+        if not isinstance(st, dict) or st.get("Effect") != "Allow":
+            continue
+        sid = st.get("Sid") or f"Statement[{n}]"
+        if "NotAction" in st:
+            yield f"{sid} allows NotAction (everything except a list): list the actions instead"
+        actions = [str(a) for a in as_list(st.get("Action"))]
+        wild = [a for a in actions if a == "*" or a.endswith(":*")]
+        if wild:
+            yield f"{sid} allows wildcard action(s) {wild}: list the exact actions"
+        resources = [str(x) for x in as_list(st.get("Resource"))]
+        if "*" in resources and not all(star_only(a) for a in actions):
+            yield f"{sid} allows {actions} on Resource '*': scope it to the ARNs it needs"
+
+
+def check_wildcards(r: Resource, ctx: Context) -> Iterator[str]:
+    for where, raw in aws_policy_documents(r):
+        doc = parse_json_document(raw)
+        if doc is None:
+            continue
+        for problem in statement_wildcards(doc):
+            yield f"{where}: {problem}."
+    if K8S_ROLES(r.type):
+        for n, rule in enumerate(as_list(get(r.inputs, "rules"))):
+            for key in ("verbs", "resources", "apiGroups"):
+                if "*" in as_list(get(rule, key)) and key != "apiGroups":
+                    yield f"rules[{n}].{key} contains '*': list the exact {key}."
+    if r.type == "azure-native:authorization:RoleDefinition":
+        for n, perm in enumerate(as_list(get(r.inputs, "permissions"))):
+            if "*" in as_list(get(perm, "actions")):
+                yield f"permissions[{n}].actions contains '*': list the exact actions."
+
+
+def check_admin(r: Resource, ctx: Context) -> Iterator[str]:
+    if r.type.startswith("aws:iam/") and r.type.endswith("PolicyAttachment"):
+        arn = get(r.inputs, "policyArn")
+        if isinstance(arn, str) and ADMIN_POLICY_ARNS.match(arn):
+            yield f"attaches {arn.rsplit('/', 1)[-1]}: attach a policy scoped to the workload instead."
+    if r.type == "aws:iam/role:Role":
+        for arn in as_list(get(r.inputs, "managedPolicyArns")):
+            if isinstance(arn, str) and ADMIN_POLICY_ARNS.match(arn):
+                yield f"managedPolicyArns includes {arn.rsplit('/', 1)[-1]}: use a scoped policy."
+    if gcp_iam_type(r.type):
+        for role, member in gcp_members(r):
+            if role in GCP_BASIC_ROLES:
+                yield f"basic role {role} granted to {member}: use a predefined or custom role with only the needed permissions."
+    if r.type == "azure-native:authorization:RoleAssignment":
+        role_id = str(get(r.inputs, "roleDefinitionId") or "").rsplit("/", 1)[-1].lower()
+        scope = get(r.inputs, "scope")
+        if role_id in AZURE_PRIVILEGED and isinstance(scope, str) and _SUBSCRIPTION_SCOPE.match(scope):
+            yield f"{AZURE_PRIVILEGED[role_id]} at subscription/management-group scope {scope}: assign a narrower role on the resource group or resource."
+    if K8S_BINDINGS(r.type) and get(r.inputs, "roleRef.name") == "cluster-admin":
+        yield "binds cluster-admin: bind a Role with the verbs and resources the subject needs."
+
+
+def parliament_available() -> bool:
+    try:
+        import parliament  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_parliament(r: Resource, ctx: Context) -> Iterator[str]:
+    """Parliament's own AWS IAM linter (only where installed: the pack's virtualenv)."""
+    try:
+        from parliament import analyze_policy_string, enhance_finding
+    except ImportError:
+        return
+    import json
+
+    for where, raw in aws_policy_documents(r):
+        text = raw if isinstance(raw, str) else json.dumps(raw)
+        for f in analyze_policy_string(text).findings:
+            enhance_finding(f)  # fills severity/title from Parliament's own config, as its CLI does
+            if str(f.severity).upper() in ("HIGH", "MEDIUM", "CRITICAL"):
+                yield f"{where}: Parliament {f.issue} ({f.severity}): {f.title}. {f.detail}".strip()
+
+
+IAM_TYPES = types(*AWS_POLICY_DOCS, "aws:iam/role:Role", "azure-native:authorization:RoleDefinition")
+ADMIN_TYPES = types(
+    "aws:iam/*PolicyAttachment:*", "aws:iam/role:Role", "azure-native:authorization:RoleAssignment"
+)
+
+RULES = (
+    Rule(
+        name="iam-no-wildcards",
+        description="Identity policies and roles grant no '*' action, no '*' resource, no NotAction.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="List exact actions (s3:GetObject, s3:PutObject) on exact ARNs (bucket and bucket/*); Kubernetes roles list verbs and resources.",
+        url="https://docs.aws.amazon.com/IAM/latest/UserGuide/best-practices.html#grant-least-privilege",
+        validate=check_wildcards,
+        applies_to=lambda t: IAM_TYPES(t) or K8S_ROLES(t),
+    ),
+    Rule(
+        name="iam-no-admin",
+        description="No administrator policies, GCP basic roles, Azure Owner/Contributor at subscription scope or cluster-admin bindings.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Replace AdministratorAccess/roles/owner/roles/editor/Owner/Contributor/cluster-admin with a role scoped to the workload.",
+        url="https://cloud.google.com/iam/docs/roles-overview#basic",
+        validate=check_admin,
+        applies_to=lambda t: ADMIN_TYPES(t) or gcp_iam_type(t) or K8S_BINDINGS(t),
+    ),
+    Rule(
+        name="aws-iam-policy-lint",
+        description="AWS policy documents pass Parliament's lint (malformed actions, resource mismatches, privilege escalation).",
+        kind="resource",
+        severity="medium",
+        enforcement="advisory",
+        remediation="Fix the finding Parliament names (see its issue id in the message).",
+        url="https://github.com/duo-labs/parliament",
+        validate=check_parliament,
+        applies_to=types(*AWS_POLICY_DOCS, "aws:iam/role:Role"),
+    ),
+)

@@ -1,0 +1,197 @@
+"""No public data: S3 public access blocks, GCS prevention, Azure blob access, no public principals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from .core import (
+    Context,
+    Finding,
+    Resource,
+    Rule,
+    as_list,
+    get,
+    is_unknown,
+    of_type,
+    parse_json_document,
+    references,
+    types,
+)
+from .encryption import S3_BUCKET, wildcard_principals
+
+PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})
+PUBLIC_MEMBERS = frozenset({"allusers", "allauthenticatedusers"})
+S3_PAB = types("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+
+
+def check_s3_pab(resources: Sequence[Resource], ctx: Context) -> Iterator[Finding]:
+    blocks = list(of_type(resources, S3_PAB))
+    for bucket in of_type(resources, types(S3_BUCKET)):
+        mine = [b for b in blocks if references(b, bucket, "bucket")]
+        if not mine:
+            yield Finding(
+                f"S3 bucket '{bucket.name}' has no BucketPublicAccessBlock: add one with all four flags True.",
+                bucket.urn,
+            )
+            continue
+        for block in mine:
+            off = [
+                f
+                for f in PAB_FLAGS
+                if get(block.inputs, f) is not True and not is_unknown(get(block.inputs, f))
+            ]
+            if off:
+                yield Finding(
+                    f"S3 bucket '{bucket.name}': BucketPublicAccessBlock '{block.name}' leaves {off} unset or "
+                    "False; set all four (blockPublicAcls, blockPublicPolicy, ignorePublicAcls, "
+                    "restrictPublicBuckets) to True.",
+                    bucket.urn,
+                )
+
+
+def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
+    acl = get(r.inputs, "acl")
+    if isinstance(acl, str) and acl in PUBLIC_ACLS:
+        yield f"canned ACL {acl!r} makes objects public: remove it (keep ownership BucketOwnerEnforced)."
+    for grant in as_list(get(r.inputs, "accessControlPolicy.grants")):
+        uri = str(get(grant, "grantee.uri") or "")
+        if uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
+            yield f"ACL grant to {uri} makes the bucket public: remove the grant."
+    if r.type.startswith("aws:s3/bucketPolicy"):
+        doc = parse_json_document(get(r.inputs, "policy"))
+        for sid in wildcard_principals(doc or {}):
+            yield f"bucket policy statement {sid} allows Principal '*' without a Condition: the bucket is public. Grant to named roles."
+
+
+def check_gcs(r: Resource, ctx: Context) -> Iterator[str]:
+    pap = get(r.inputs, "publicAccessPrevention")
+    if pap != "enforced" and not is_unknown(pap):
+        yield f"publicAccessPrevention is {pap!r}: set it to 'enforced'."
+    ubla = get(r.inputs, "uniformBucketLevelAccess")
+    if ubla is not True and not is_unknown(ubla):
+        yield "uniformBucketLevelAccess is off, so object ACLs can grant public access: set it to True."
+
+
+_GCP_IAM = re.compile(r"^gcp:[^:]+/[^:]*i[aA][mM](Member|Binding|Policy):", re.IGNORECASE)
+
+
+def gcp_iam_type(resource_type: str) -> bool:
+    return bool(_GCP_IAM.match(resource_type))
+
+
+def gcp_members(r: Resource) -> list[tuple[str, str]]:
+    """(role, member) pairs of a GCP IAM member/binding/policy resource."""
+    pairs = []
+    role = get(r.inputs, "role")
+    for m in as_list(get(r.inputs, "member")) + as_list(get(r.inputs, "members")):
+        pairs.append((str(role), str(m)))
+    doc = parse_json_document(get(r.inputs, "policyData"))
+    for b in as_list((doc or {}).get("bindings")):
+        for m in as_list(b.get("members")):
+            pairs.append((str(b.get("role")), str(m)))
+    return [(ro, m) for ro, m in pairs if not is_unknown(m)]
+
+
+def check_gcp_members(r: Resource, ctx: Context) -> Iterator[str]:
+    for role, member in gcp_members(r):
+        if member.lower() in PUBLIC_MEMBERS:
+            yield f"{role} is granted to {member!r}: anyone on the internet gets it. Grant to a service account or group."
+
+
+def check_azure_storage(r: Resource, ctx: Context) -> Iterator[str]:
+    if r.type == "azure-native:storage:StorageAccount":
+        v = get(r.inputs, "allowBlobPublicAccess")
+        if v is not False and not is_unknown(v):
+            yield "allowBlobPublicAccess is not False: set allow_blob_public_access=False (older API versions default to True)."
+    elif r.type == "azure-native:storage:BlobContainer":
+        v = get(r.inputs, "publicAccess")
+        if isinstance(v, str) and v.lower() != "none":
+            yield f"container publicAccess={v!r}: set it to 'None'."
+
+
+NETWORK_TYPES = {
+    "azure-native:storage:StorageAccount": "publicNetworkAccess",
+    "azure-native:containerregistry:Registry": "publicNetworkAccess",
+    "azure-native:keyvault:Vault": "properties.publicNetworkAccess",
+}
+
+
+def check_azure_network(r: Resource, ctx: Context) -> Iterator[str]:
+    path = NETWORK_TYPES[r.type]
+    v = get(r.inputs, path)
+    if is_unknown(v):
+        return
+    if str(v).lower() != "disabled":
+        yield f"{path} is {v!r}: set it to 'Disabled' and reach the service through a private endpoint."
+
+
+RULES = (
+    Rule(
+        name="s3-bucket-public-access-block",
+        description="Every S3 bucket has a public access block with all four settings on.",
+        kind="stack",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Add aws.s3.BucketPublicAccessBlock(bucket=b.id, block_public_acls=True, block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True).",
+        url="https://docs.aws.amazon.com/AmazonS3/latest/userguide/access-control-block-public-access.html",
+        validate=check_s3_pab,
+        applies_to=types(S3_BUCKET, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"),
+    ),
+    Rule(
+        name="s3-no-public-acl-or-policy",
+        description="No S3 ACL or bucket policy grants access to everyone.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Remove public canned ACLs and AllUsers grants; give bucket policy statements named principals.",
+        url="https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html",
+        validate=check_s3_acl_policy,
+        applies_to=types(S3_BUCKET, "aws:s3/bucketAcl*", "aws:s3/bucketPolicy:BucketPolicy"),
+    ),
+    Rule(
+        name="gcs-public-access-prevention",
+        description="GCS buckets enforce public access prevention and uniform bucket-level access.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Set public_access_prevention='enforced' and uniform_bucket_level_access=True on gcp.storage.Bucket.",
+        url="https://cloud.google.com/storage/docs/public-access-prevention",
+        validate=check_gcs,
+        applies_to=types("gcp:storage/bucket:Bucket"),
+    ),
+    Rule(
+        name="gcp-no-public-iam-members",
+        description="No GCP IAM grant to allUsers or allAuthenticatedUsers.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Grant roles to service accounts or groups; never to allUsers/allAuthenticatedUsers.",
+        url="https://cloud.google.com/iam/docs/principal-identifiers",
+        validate=check_gcp_members,
+        applies_to=gcp_iam_type,
+    ),
+    Rule(
+        name="azure-storage-no-public-blob",
+        description="Azure storage accounts forbid anonymous blob access; containers are private.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Set allow_blob_public_access=False on the account and public_access='None' on containers.",
+        url="https://learn.microsoft.com/en-us/azure/storage/blobs/anonymous-read-access-prevent",
+        validate=check_azure_storage,
+        applies_to=types("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer"),
+    ),
+    Rule(
+        name="azure-public-network-access-disabled",
+        description="Azure storage, registries and key vaults are not reachable from the public internet.",
+        kind="resource",
+        severity="medium",
+        enforcement="advisory",
+        remediation="Set public_network_access='Disabled' and add a private endpoint in the cluster's virtual network.",
+        url="https://learn.microsoft.com/en-us/azure/private-link/private-endpoint-overview",
+        validate=check_azure_network,
+        applies_to=types(*NETWORK_TYPES),
+    ),
+)

@@ -1,0 +1,224 @@
+"""Promotion gates, records, MLflow registry aliases and rollback.
+
+    python -m promotion evaluate --env dev --candidate runs/demo/train --loadtest reports/serve/loadtest.json
+    python -m promotion promote  --env dev --candidate runs/demo/train --loadtest ... [--local-run]
+    python -m promotion promote  --env prod --candidate s3://bucket/runs/42 --approval approval.json --requested-by alice
+    python -m promotion rollback --env prod --reason "p99 regression in production"
+    python -m promotion history  --env dev
+    python -m promotion approval --env prod --github-reviews approvals.json --out approval.json
+
+Exit status: 0 promoted (or would be, for evaluate) / rolled back; 1 a gate rejected the
+candidate (the record says why); 2 the command could not run (bad input or config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from promotion.config import load_config
+from promotion.errors import PromotionError
+from promotion.evidence import load_evidence
+from promotion.stackconfig import update_stack_config
+from promotion.store import ModelStore, default_store
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", required=True, help="target environment (a table in the gate config)")
+    p.add_argument(
+        "--store", default=default_store(), help="model store root, local or s3://... (env PROMOTION_STORE)"
+    )
+    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    p.add_argument(
+        "--registry-uri",
+        default=None,
+        help="MLflow registry URI (default MLFLOW_REGISTRY_URI or local sqlite)",
+    )
+    p.add_argument("--config", default=None, help="gate config TOML (default promotion/gates.toml)")
+    p.add_argument(
+        "--requested-by", default=None, help="who asks for the promotion (an approver must differ)"
+    )
+    p.add_argument(
+        "--deploy-out",
+        type=Path,
+        default=None,
+        help="write what to deploy (stack, version, image digest) here",
+    )
+    p.add_argument(
+        "--stack-config",
+        type=Path,
+        default=None,
+        help="also set serving.image in this Pulumi.<stack>.yaml to the deployed digest (GitOps)",
+    )
+
+
+def _candidate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--candidate", required=True, help="training output folder or URI (metrics.json, export/...)"
+    )
+    p.add_argument("--bundle", default=None, help="export bundle (default CANDIDATE/export)")
+    p.add_argument("--loadtest", default=None, help="`python -m serving loadtest --out` JSON")
+    p.add_argument(
+        "--policy-report", default=None, help="policy report (default reports/policy/<stack>.json)"
+    )
+    p.add_argument(
+        "--build-record", default="reports/images/build-record.json", help="`make images` build record"
+    )
+    p.add_argument(
+        "--no-images",
+        action="store_true",
+        help="no image was built for this candidate: ignore any build record (e.g. `make demo`)",
+    )
+    p.add_argument(
+        "--approval", default=None, help="approval JSON {approver, approved_at, environment, reference}"
+    )
+    p.add_argument(
+        "--local-run",
+        action="store_true",
+        help="a local run with no image registry (only where the environment allows it; never deployable)",
+    )
+    p.add_argument("--out", type=Path, default=None, help="also write the record here")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m promotion", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name, help_ in (
+        ("evaluate", "judge a candidate (dry run: nothing stored)"),
+        ("promote", "judge, record, register, move the alias"),
+    ):
+        p = sub.add_parser(name, help=help_)
+        _common(p)
+        _candidate_args(p)
+    p = sub.add_parser("rollback", help="point the environment back to the previously promoted version")
+    _common(p)
+    p.add_argument("--reason", required=True, help="why (kept in the rollback record)")
+    p = sub.add_parser("history", help="list the environment's promotions and rollbacks")
+    _common(p)
+    p = sub.add_parser("approval", help="approval record from GitHub's environment reviews of a run (JSON)")
+    p.add_argument("--env", required=True)
+    p.add_argument(
+        "--github-reviews", type=Path, required=True, help="`gh api .../actions/runs/ID/approvals` output"
+    )
+    p.add_argument("--reference", default="", help="link to the run, kept in the record")
+    p.add_argument("--out", type=Path, required=True)
+    return ap
+
+
+def _approval(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import json
+
+    from promotion.approval import from_github_reviews
+
+    record = from_github_reviews(
+        json.loads(args.github_reviews.read_text()),
+        args.env,
+        reference=args.reference,
+        now=dt.datetime.now(dt.UTC),
+    )
+    if record is None:
+        print(f"no approving review for {args.env}: the approval gate will fail", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"approved by {record['approver']} for {args.env}")
+    return 0
+
+
+def _print_record(record: dict) -> None:
+    width = max(len(g["name"]) for g in record["gates"]) if record["gates"] else 10
+    for g in record["gates"]:
+        mark = {"pass": "PASS", "fail": "FAIL", "not_applicable": "n/a "}[g["status"]]
+        print(f"  {mark}  {g['name']:<{width}}  {g['detail']}")
+    version = record["model"]["version"]
+    print(
+        f"{record['decision'].upper()}: {record['model']['name']}"
+        + (f" version {version}" if version else "")
+        + f" -> {record['environment']} (record {record['record_id']})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from promotion import promote as ops
+    from promotion.registry import Registry
+
+    args = parser().parse_args(argv)
+    if args.command == "approval":
+        return _approval(args)
+    try:
+        store = ModelStore(args.store, args.model_name)
+        if args.command == "history":
+            for event in store.events(args.env):
+                print(ops.dumps(event).strip())
+            live = store.deployed(args.env)
+            print(f"{args.env} serves: {live[-1].version if live else 'nothing'}")
+            return 0
+        if args.command == "rollback":
+            outcome = ops.rollback(
+                args.env,
+                store=store,
+                registry=Registry(args.registry_uri),
+                reason=args.reason,
+                requested_by=args.requested_by,
+            )
+            print(outcome.record["reasons"][0])
+        else:
+            config = load_config(args.config)
+            env = config.environment(args.env)
+            evidence = load_evidence(
+                args.candidate,
+                bundle=args.bundle,
+                loadtest=args.loadtest,
+                policy_report=args.policy_report or f"reports/policy/{env.stack}.json",
+                build_record=None if args.no_images else args.build_record,
+                approval=args.approval,
+            )
+            if args.command == "evaluate":
+                record = ops.evaluate(
+                    evidence,
+                    config,
+                    args.env,
+                    store=store,
+                    local_run=args.local_run,
+                    requested_by=args.requested_by,
+                )
+                outcome = ops.Outcome(record, None, None)
+            else:
+                outcome = ops.promote(
+                    evidence,
+                    config,
+                    args.env,
+                    store=store,
+                    registry=Registry(args.registry_uri),
+                    local_run=args.local_run,
+                    requested_by=args.requested_by,
+                )
+            _print_record(outcome.record)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(ops.dumps(outcome.record))
+        if outcome.record_uri:
+            print(f"record: {outcome.record_uri}")
+        if args.deploy_out and outcome.deploy:
+            args.deploy_out.parent.mkdir(parents=True, exist_ok=True)
+            args.deploy_out.write_text(ops.dumps(outcome.deploy))
+        if args.stack_config and outcome.deploy:
+            image = outcome.deploy["serving_image"]
+            if not outcome.deploy["deployable"] or not image:
+                raise PromotionError(
+                    f"{args.env} has no deployable serving image digest: {args.stack_config} unchanged"
+                )
+            changed = update_stack_config(args.stack_config, image)
+            print(f"{args.stack_config}: serving.image = {image}" + ("" if changed else " (unchanged)"))
+        return 0 if outcome.record["decision"] in ("promote", "rollback") else 1
+    except PromotionError as exc:
+        print(f"promotion: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

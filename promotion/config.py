@@ -1,0 +1,151 @@
+"""The promotion thresholds: one typed, validated, frozen config read from gates.toml.
+
+Nothing else in the package reads the TOML file; gates receive these objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from promotion.errors import ConfigError
+
+DEFAULT_CONFIG = Path(__file__).with_name("gates.toml")
+METRICS = ("accuracy", "f1", "auc")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GateConfig:
+    metric: str = "accuracy"
+    """Test metric compared against the baseline and the champion (accuracy, f1 or auc)."""
+    min_margin_over_baseline: float = 0.01
+    """Candidate metric minus TF-IDF baseline metric must be at least this."""
+    champion_tolerance: float = 0.005
+    """Candidate may be at most this much worse than the environment's current model."""
+    parity_atol: float = 1e-4
+    """Largest allowed |ONNX logits - PyTorch logits|."""
+    max_int8_accuracy_drop: float = 0.02
+    """Largest allowed fp32 - int8 test accuracy, when an int8 model is shipped."""
+    max_loadtest_errors: int = 0
+    """Failed requests allowed in the load test."""
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ConfigError(f"gates.metric={self.metric!r}: use one of {', '.join(METRICS)}")
+        for name in (
+            "min_margin_over_baseline",
+            "champion_tolerance",
+            "parity_atol",
+            "max_int8_accuracy_drop",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise ConfigError(f"gates.{name}={value!r}: must be a finite number")
+        for name in ("champion_tolerance", "parity_atol", "max_int8_accuracy_drop"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"gates.{name}={getattr(self, name)!r}: must be >= 0 (it is a tolerance)")
+        if not isinstance(self.max_loadtest_errors, int) or self.max_loadtest_errors < 0:
+            raise ConfigError(
+                f"gates.max_loadtest_errors={self.max_loadtest_errors!r}: must be an integer >= 0"
+            )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EnvironmentConfig:
+    name: str
+    stack: str
+    """Pulumi stack deployed for this environment; its policy report is a gate input."""
+    slo_p99_ms: float
+    """Serving p99 latency objective, checked at every load-test concurrency."""
+    require_approval: bool = False
+    """A recorded human approval (approver distinct from the requester) is a gate."""
+    allow_local_run: bool = False
+    """A local run without an image registry may be evaluated (image gate not applicable, not deployable)."""
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.stack:
+            raise ConfigError(
+                f'environment {self.name!r}: `stack` must name a Pulumi stack (e.g. stack = "dev")'
+            )
+        if not isinstance(self.slo_p99_ms, int | float) or not self.slo_p99_ms > 0:
+            raise ConfigError(
+                f"environments.{self.name}.slo_p99_ms={self.slo_p99_ms!r}: must be a number > 0"
+            )
+        if self.allow_local_run and self.require_approval:
+            raise ConfigError(
+                f"environments.{self.name}: allow_local_run and require_approval together make no sense; "
+                "an environment that needs an approval deploys pinned images"
+            )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PromotionConfig:
+    gates: GateConfig
+    environments: dict[str, EnvironmentConfig]
+
+    def environment(self, name: str) -> EnvironmentConfig:
+        try:
+            return self.environments[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown environment {name!r}: configured are {', '.join(self.environments)} "
+                "(add a [environments.NAME] table to the gate config)"
+            ) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gates": dataclasses.asdict(self.gates),
+            "environments": {k: dataclasses.asdict(v) for k, v in self.environments.items()},
+        }
+
+
+def _build(cls: type, section: str, values: dict[str, Any], **extra: Any) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(
+            f"[{section}]: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    try:
+        return cls(**values, **extra)
+    except TypeError as exc:  # a required key is missing
+        raise ConfigError(f"[{section}]: {exc}") from None
+
+
+def parse_config(data: dict[str, Any]) -> PromotionConfig:
+    unknown = sorted(set(data) - {"gates", "environments"})
+    if unknown:
+        raise ConfigError(
+            f"unknown top-level table(s) {', '.join(unknown)}: use [gates] and [environments.NAME]"
+        )
+    gates = _build(GateConfig, "gates", dict(data.get("gates", {})))
+    envs_raw = data.get("environments") or {}
+    if not envs_raw:
+        raise ConfigError("no [environments.NAME] table: at least one environment must be configured")
+    envs = {
+        name: _build(
+            EnvironmentConfig,
+            f"environments.{name}",
+            {k: v for k, v in raw.items() if k != "name"},
+            name=name,
+        )
+        for name, raw in envs_raw.items()
+    }
+    return PromotionConfig(gates=gates, environments=envs)
+
+
+def load_config(path: str | Path | None = None) -> PromotionConfig:
+    path = Path(path) if path else DEFAULT_CONFIG
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            f"gate config {path} not found: pass --config FILE or restore promotion/gates.toml"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"gate config {path} is not valid TOML: {exc}") from None
+    return parse_config(data)

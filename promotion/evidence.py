@@ -1,0 +1,141 @@
+"""Reading the gate inputs: files produced by training, export, serving, policies and containers.
+
+Every input is read through fsspec, so a candidate in a bucket (s3://, gs://, az://)
+is read the same way as one on disk. A missing optional input is recorded as None
+(its gate then fails and says which file to produce); a present but malformed one
+raises EvidenceError (exit 2), because judging a broken file would hide the bug.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from promotion.errors import EvidenceError
+
+
+def join(base: str, *parts: str) -> str:
+    """Join URI/path segments with '/', which fsspec accepts for local paths and buckets alike."""
+    return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def absolute(uri: str) -> str:
+    """Local paths become absolute (the record and the registry outlive the working directory)."""
+    return uri if "://" in uri else str(Path(uri).resolve())
+
+
+def read_bytes(uri: str) -> bytes | None:
+    import fsspec  # lazy: `promotion --help` should not pay for s3fs/botocore
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    try:
+        with fs.open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    parent = path.rsplit("/", 1)[0]
+    if parent and parent != path:
+        fs.makedirs(parent, exist_ok=True)
+    with fs.open(path, "wb") as f:
+        f.write(data)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A JSON input with where it came from and the hash of its exact bytes (for the lineage)."""
+
+    uri: str
+    data: dict[str, Any]
+    sha256: str
+
+
+def read_json(uri: str | None, what: str, *, required: bool = False, fix: str = "") -> Document | None:
+    if uri is None:
+        return None
+    raw = read_bytes(uri)
+    if raw is None:
+        if required:
+            raise EvidenceError(what, uri, fix or "file not found")
+        return None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise EvidenceError(what, uri, f"not valid JSON ({exc}); regenerate it") from None
+    if not isinstance(data, dict):
+        raise EvidenceError(what, uri, "expected a JSON object at the top level")
+    return Document(uri=uri, data=data, sha256=sha256(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Everything the gates judge, as read from disk or a bucket."""
+
+    candidate_uri: str
+    metrics: Document
+    bundle_uri: str
+    bundle_metadata: Document | None
+    manifest: Document | None = None
+    cost: Document | None = None
+    loadtest: Document | None = None
+    policy_report: Document | None = None
+    build_record: Document | None = None
+    approval: Document | None = None
+    inputs: dict[str, str | None] = field(default_factory=dict)
+    """Where each input was looked for (also for the ones not found)."""
+
+
+def load_evidence(
+    candidate: str,
+    *,
+    bundle: str | None = None,
+    loadtest: str | None = None,
+    policy_report: str | None = None,
+    build_record: str | None = None,
+    approval: str | None = None,
+) -> Evidence:
+    """Read a training output folder (metrics.json, manifest.json, cost.json, export/) and the other reports."""
+    candidate = absolute(candidate)
+    bundle_uri = absolute(bundle) if bundle else join(candidate, "export")
+    metrics = read_json(
+        join(candidate, "metrics.json"),
+        "training metrics",
+        required=True,
+        fix="point --candidate at a `python -m training train --output DIR` folder",
+    )
+    assert metrics is not None
+    inputs = {
+        "candidate": candidate,
+        "bundle": bundle_uri,
+        "loadtest": loadtest,
+        "policy_report": policy_report,
+        "build_record": build_record,
+        "approval": approval,
+    }
+    return Evidence(
+        candidate_uri=candidate,
+        metrics=metrics,
+        bundle_uri=bundle_uri,
+        bundle_metadata=read_json(join(bundle_uri, "metadata.json"), "export bundle metadata"),
+        manifest=read_json(join(candidate, "manifest.json"), "dataset manifest"),
+        cost=read_json(join(candidate, "cost.json"), "cost record"),
+        loadtest=read_json(loadtest, "load test report"),
+        policy_report=read_json(policy_report, "policy report"),
+        build_record=read_json(build_record, "image build record"),
+        approval=read_json(
+            approval, "approval record", required=True, fix="the approval file given does not exist"
+        ),
+        inputs=inputs,
+    )

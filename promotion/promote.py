@@ -1,0 +1,217 @@
+"""The three operations: evaluate (dry run), promote (record + registry + alias), rollback.
+
+`python -m promotion` is a thin CLI over these functions; the demo and the GitHub
+workflows call the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from promotion import gates
+from promotion.card import render_markdown
+from promotion.config import PromotionConfig
+from promotion.errors import PromotionError, RegistryError
+from promotion.evidence import Evidence
+from promotion.record import build_record, rollback_record, validate_record
+from promotion.registry import Registry
+from promotion.store import ModelStore
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    record: dict[str, Any]
+    record_uri: str | None
+    deploy: dict[str, Any] | None
+    """What the pipeline deploys: stack, model version, serving image by digest (None when rejected)."""
+
+
+def run_gates(
+    evidence: Evidence,
+    config: PromotionConfig,
+    environment: str,
+    *,
+    champion_metrics: dict[str, Any] | None,
+    local_run: bool,
+    requested_by: str | None,
+) -> list[gates.GateResult]:
+    env = config.environment(environment)
+    g = config.gates
+    metrics = evidence.metrics.data
+    metadata = evidence.bundle_metadata.data if evidence.bundle_metadata else None
+    loadtest = evidence.loadtest.data if evidence.loadtest else None
+    build = evidence.build_record.data if evidence.build_record else None
+    return [
+        gates.beats_baseline(metrics, g),
+        gates.not_worse_than_champion(metrics, champion_metrics, g, environment=env.name),
+        gates.onnx_parity(metadata, g),
+        gates.int8_accuracy(metadata, g),
+        gates.same_dataset(metrics, metadata, build),
+        gates.latency_slo(loadtest, env),
+        gates.loadtest_errors(loadtest, g),
+        gates.policy_clean(evidence.policy_report.data if evidence.policy_report else None, env),
+        gates.images_pinned(build, env, local_run=local_run),
+        gates.approval(evidence.approval.data if evidence.approval else None, env, requested_by=requested_by),
+    ]
+
+
+def _deploy(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "environment": record["environment"],
+        "stack": record["stack"],
+        "model_name": record["model"]["name"],
+        "model_version": record["model"]["version"],
+        "serving_image": record["lineage"]["serving_image"],
+        "deployable": record["deployable"],
+        "record_id": record["record_id"],
+    }
+
+
+def evaluate(
+    evidence: Evidence,
+    config: PromotionConfig,
+    environment: str,
+    *,
+    store: ModelStore,
+    action: str = "evaluate",
+    registry_uri: str | None = None,
+    local_run: bool = False,
+    requested_by: str | None = None,
+) -> dict[str, Any]:
+    """Judge the candidate against `environment`'s gates; returns the (unsaved) record."""
+    env = config.environment(environment)
+    if local_run and not env.allow_local_run:
+        raise PromotionError(
+            f"--local-run is not allowed for {environment}: it deploys pinned images only (allow_local_run = false)"
+        )
+    current = store.champion(env.name)
+    champion_metrics = current[1]["lineage"]["metrics"] if current else None
+    results = run_gates(
+        evidence,
+        config,
+        env.name,
+        champion_metrics=champion_metrics,
+        local_run=local_run,
+        requested_by=requested_by,
+    )
+    decision, reasons = gates.decide(results)
+    record = build_record(
+        action=action,
+        evidence=evidence,
+        env=env,
+        gates_cfg=config.gates,
+        results=results,
+        decision=decision,
+        reasons=reasons,
+        model_name=store.model,
+        registry_uri=registry_uri,
+        champion=(current[0].version, current[0].record_id) if current else None,
+        requested_by=requested_by,
+        local_run=local_run,
+    )
+    validate_record(record)
+    return record
+
+
+def promote(
+    evidence: Evidence,
+    config: PromotionConfig,
+    environment: str,
+    *,
+    store: ModelStore,
+    registry: Registry,
+    local_run: bool = False,
+    requested_by: str | None = None,
+) -> Outcome:
+    """Evaluate, and always write the record; on `promote`, register a version and move the alias."""
+    record = evaluate(
+        evidence,
+        config,
+        environment,
+        store=store,
+        action="promote",
+        registry_uri=registry.uri,
+        local_run=local_run,
+        requested_by=requested_by,
+    )
+    if record["decision"] == "promote":
+        version = registry.register(
+            store.model,
+            source=evidence.bundle_uri,
+            tags={
+                "record_id": record["record_id"],
+                "dataset_manifest_sha256": str(record["lineage"]["dataset_manifest_sha256"]),
+                "code_revision": record["lineage"]["code_revision"],
+                "serving_image": str(record["lineage"]["serving_image"]),
+                **{f"test_{k}": str(v) for k, v in (record["lineage"]["metrics"]["test"] or {}).items()},
+            },
+            description=f"promoted to {environment} by record {record['record_id']}",
+        )
+        record["model"].update({"version": version, "alias": environment})
+        validate_record(record)
+    uri = store.write_record(record, render_markdown(record))
+    if record["decision"] != "promote":
+        return Outcome(record, uri, None)
+    # Order matters for a crash in between: the record exists before the alias moves,
+    # and the history is appended last, so a rerun sees a consistent champion.
+    registry.set_alias(store.model, environment, record["model"]["version"])
+    store.append_event(
+        environment,
+        {
+            "action": "promote",
+            "version": record["model"]["version"],
+            "record_id": record["record_id"],
+            "serving_image": record["lineage"]["serving_image"],
+            "at": record["created"],
+        },
+    )
+    return Outcome(record, uri, _deploy(record))
+
+
+def rollback(
+    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None = None
+) -> Outcome:
+    """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version."""
+    stack = store.deployed(environment)
+    if len(stack) < 2:
+        raise PromotionError(
+            f"{environment} has {len(stack)} promoted version(s) in {store.history_uri(environment)}: "
+            "nothing to roll back to"
+        )
+    current, previous = stack[-1], stack[-2]
+    live = registry.alias_version(store.model, environment)
+    if live is not None and live != current.version:
+        raise RegistryError(
+            f"the registry's {environment} alias is version {live} but the promotion history says {current.version}: "
+            "someone moved the alias by hand; fix it with `MlflowClient().set_registered_model_alias` first"
+        )
+    record = rollback_record(
+        restored=store.read_record(previous.record_id),
+        restored_version=previous.version,
+        from_version=current.version,
+        from_record=current.record_id,
+        reason=reason,
+        requested_by=requested_by,
+        registry_uri=registry.uri,
+    )
+    validate_record(record)
+    uri = store.write_record(record, render_markdown(record))
+    registry.set_alias(store.model, environment, previous.version)
+    store.append_event(
+        environment,
+        {
+            "action": "rollback",
+            "version": previous.version,
+            "from_version": current.version,
+            "record_id": record["record_id"],
+            "serving_image": previous.serving_image,
+            "at": record["created"],
+        },
+    )
+    return Outcome(record, uri, _deploy(record))
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2) + "\n"

@@ -1,0 +1,91 @@
+"""The MLflow model registry behind one small adaptor (MLflow is imported lazily here only).
+
+One registered model (default `sentiment`), one version per promoted candidate, and
+one alias per environment (`dev`, `staging`, `prod`) naming the version it serves.
+The default store is a local sqlite file: no server to run. MLflow's sqlite store
+needs sqlalchemy, alembic and sqlparse, which `mlflow-skinny` does not pull in;
+the file store (`file:` URIs) is in maintenance mode in MLflow 3 and refused
+unless MLFLOW_ALLOW_FILE_STORE=true.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from promotion.errors import RegistryError
+
+DEFAULT_REGISTRY_URI = "sqlite:///runs/registry/mlflow.db"
+SQL_PACKAGES = ("sqlalchemy", "alembic", "sqlparse")
+
+
+def default_registry_uri() -> str:
+    """MLflow's own variables win (a team's tracking server), else the local sqlite file."""
+    return (
+        os.environ.get("MLFLOW_REGISTRY_URI") or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_REGISTRY_URI
+    )
+
+
+class Registry:
+    def __init__(self, uri: str | None = None) -> None:
+        self.uri = uri or default_registry_uri()
+        scheme = self.uri.split(":", 1)[0] if ":" in self.uri else ""
+        if scheme in ("sqlite", "postgresql", "mysql", "mssql"):
+            missing = [p for p in SQL_PACKAGES if importlib.util.find_spec(p) is None]
+            if missing:
+                raise RegistryError(
+                    f"MLflow's {scheme} registry needs {', '.join(missing)} (not part of mlflow-skinny): "
+                    f"`pip install {' '.join(missing)}`, or set MLFLOW_REGISTRY_URI to a tracking server"
+                )
+        if scheme == "sqlite":
+            db = self.uri.removeprefix("sqlite:///")
+            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        self._mlflow: Any = None
+
+    @property
+    def _client(self) -> Any:
+        """Created on first use: importing MLflow and migrating a new database take seconds."""
+        if self._mlflow is None:
+            from mlflow import MlflowClient
+
+            # MLflow logs each schema migration at INFO on first use of a new database.
+            for name in ("mlflow", "alembic"):
+                logging.getLogger(name).setLevel(logging.WARNING)
+            self._mlflow = MlflowClient(tracking_uri=self.uri, registry_uri=self.uri)
+        return self._mlflow
+
+    def _ensure_model(self, name: str) -> None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self._client.get_registered_model(name)
+        except MlflowException:
+            self._client.create_registered_model(
+                name, description="Sentiment classifier promoted by `python -m promotion` (see its records)."
+            )
+
+    def register(self, name: str, *, source: str, tags: dict[str, str], description: str) -> str:
+        """A new version of `name` whose files are at `source`; returns the version number as a string."""
+        self._ensure_model(name)
+        version = self._client.create_model_version(name, source=source, tags=tags, description=description)
+        return str(version.version)
+
+    def set_alias(self, name: str, alias: str, version: str) -> None:
+        self._client.set_registered_model_alias(name, alias, version)
+
+    def alias_version(self, name: str, alias: str) -> str | None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return str(self._client.get_model_version_by_alias(name, alias).version)
+        except MlflowException:
+            return None
+
+    def version_tags(self, name: str, version: str) -> dict[str, Any]:
+        return dict(self._client.get_model_version(name, version).tags)
+
+    def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
+        self._client.set_model_version_tag(name, version, key, value)

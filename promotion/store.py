@@ -1,0 +1,94 @@
+"""The model store: promotion records and each environment's promotion history.
+
+Layout under the store root (a local folder or a bucket prefix, via fsspec):
+
+    <root>/<model>/records/<record_id>.json   the record (also the model card's data)
+    <root>/<model>/records/<record_id>.md     the same record as a readable model card
+    <root>/<model>/environments/<env>.json    {"environment", "events": [...]} in order
+
+Records are never overwritten. The environment history is replayed as a stack:
+`promote` pushes a version, `rollback` pops one; the top is what the environment
+serves, the entry below it is where a rollback goes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from promotion.errors import PromotionError
+from promotion.evidence import join, read_bytes, write_bytes
+
+DEFAULT_STORE = "runs/model-store"
+
+
+def default_store() -> str:
+    return os.environ.get("PROMOTION_STORE") or DEFAULT_STORE
+
+
+@dataclass(frozen=True, slots=True)
+class Deployed:
+    """One entry of an environment's effective history (what the alias pointed to)."""
+
+    version: str
+    record_id: str
+    serving_image: str | None
+
+
+class ModelStore:
+    def __init__(self, root: str, model: str) -> None:
+        self.root = root.rstrip("/")
+        self.model = model
+
+    def record_uri(self, record_id: str, suffix: str = "json") -> str:
+        return join(self.root, self.model, "records", f"{record_id}.{suffix}")
+
+    def history_uri(self, environment: str) -> str:
+        return join(self.root, self.model, "environments", f"{environment}.json")
+
+    def write_record(self, record: dict[str, Any], card_markdown: str) -> str:
+        uri = self.record_uri(record["record_id"])
+        if read_bytes(uri) is not None:
+            raise PromotionError(f"record {uri} exists: records are immutable, a new decision needs a new id")
+        write_bytes(uri, (json.dumps(record, indent=2, sort_keys=False) + "\n").encode())
+        write_bytes(self.record_uri(record["record_id"], "md"), card_markdown.encode())
+        return uri
+
+    def read_record(self, record_id: str) -> dict[str, Any]:
+        raw = read_bytes(self.record_uri(record_id))
+        if raw is None:
+            raise PromotionError(
+                f"record {self.record_uri(record_id)} not found: is --store the same as at promotion?"
+            )
+        return json.loads(raw)
+
+    def events(self, environment: str) -> list[dict[str, Any]]:
+        raw = read_bytes(self.history_uri(environment))
+        return list(json.loads(raw)["events"]) if raw else []
+
+    def append_event(self, environment: str, event: dict[str, Any]) -> None:
+        # Read-modify-write: object stores have no append. Promotions of one
+        # environment are serialised by the pipeline (a GitHub concurrency group).
+        events = [*self.events(environment), event]
+        write_bytes(
+            self.history_uri(environment),
+            (json.dumps({"environment": environment, "events": events}, indent=2) + "\n").encode(),
+        )
+
+    def deployed(self, environment: str) -> list[Deployed]:
+        """The effective stack of promoted versions, oldest first; the last one is live."""
+        stack: list[Deployed] = []
+        for event in self.events(environment):
+            if event["action"] == "promote":
+                stack.append(Deployed(str(event["version"]), event["record_id"], event.get("serving_image")))
+            elif event["action"] == "rollback" and stack:
+                stack.pop()
+        return stack
+
+    def champion(self, environment: str) -> tuple[Deployed, dict[str, Any]] | None:
+        stack = self.deployed(environment)
+        if not stack:
+            return None
+        return stack[-1], self.read_record(stack[-1].record_id)

@@ -1,0 +1,279 @@
+"""python -m serving build|pin|serve|infer|check|loadtest|signal (see serving/README.md).
+
+    python -m serving build runs/demo/export models/ --backend python
+    python -m serving serve models/ --http-port 8000 --grpc-port 8001 --metrics-port 8002
+    python -m serving infer "what a lovely day" --url 127.0.0.1:8000
+    python -m serving check --url 127.0.0.1:8000 --bundle runs/demo/export
+    python -m serving loadtest --url 127.0.0.1:8001 --protocol grpc --out reports/loadtest.json
+
+Imports of tritonclient/numpy/onnxruntime happen inside the commands, so --help stays instant.
+Exit codes: 0 ok, 1 a check failed (wrong answer), 2 usage or environment error (message says the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from serving.errors import ServingError
+
+
+def _concurrency(value: str) -> list[int]:
+    try:
+        levels = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: use comma-separated integers, e.g. 1,8,32") from None
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError("concurrency levels must be >= 1")
+    return levels
+
+
+def _expectation(value: str) -> tuple[str, str]:
+    text, sep, label = value.rpartition("=")
+    if not sep or not text or not label:
+        raise argparse.ArgumentTypeError(f"{value!r}: use TEXT=LABEL, e.g. 'I love it=positive'")
+    return text, label
+
+
+def _add_client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default="127.0.0.1:8000", help="host:port (HTTP 8000 / gRPC 8001 by default)")
+    p.add_argument("--protocol", choices=("http", "grpc"), default="http")
+    p.add_argument("--model", default="sentiment")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per call")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m serving", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", help="add an export bundle to a Triton model repository as a new version")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("repo", type=Path)
+    p.add_argument("--version", type=int, help="default: latest + 1")
+    p.add_argument(
+        "--backend",
+        choices=("onnxruntime", "python"),
+        default="python",
+        help="onnxruntime: Triton's ORT backend (NVIDIA images); python: local stand-in (default)",
+    )
+    p.add_argument("--precision", choices=("fp32", "int8"), default="fp32")
+    p.add_argument("--max-batch-size", type=int, default=64)
+    p.add_argument("--queue-delay-us", type=int, default=2000)
+    p.add_argument("--instances", type=int, default=1)
+    p.add_argument("--intra-op-threads", type=int, default=0)
+    p.add_argument("--gpu", action="store_true", help="KIND_GPU instances + TensorRT (onnxruntime backend)")
+    p.add_argument(
+        "--pad-to-multiple-of", type=int, help="token length buckets (default: 16 with --gpu, else 1)"
+    )
+
+    p = sub.add_parser("pin", help="serve only one version (rollback), or 'latest' to undo")
+    p.add_argument("repo", type=Path)
+    p.add_argument("version", help="a version number or 'latest'")
+    p.add_argument("--url", help="also reload the models on this running server (HTTP host:port)")
+
+    p = sub.add_parser("serve", help="run the real tritonserver on a repository until Ctrl-C")
+    p.add_argument("repo", type=Path)
+    p.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to listen on every interface")
+    p.add_argument("--http-port", type=int, default=8000)
+    p.add_argument("--grpc-port", type=int, default=8001)
+    p.add_argument("--metrics-port", type=int, default=8002)
+    p.add_argument("--log-verbose", type=int, default=0)
+
+    p = sub.add_parser("infer", help="classify texts: prints one JSON line per text")
+    p.add_argument("texts", nargs="+")
+    _add_client_args(p)
+
+    p = sub.add_parser("check", help="smoke test a running server; exit 1 on a wrong answer")
+    _add_client_args(p)
+    p.add_argument("--bundle", type=Path, help="compare answers with this bundle's model run locally")
+    p.add_argument("--expect", type=_expectation, action="append", default=[], metavar="TEXT=LABEL")
+    p.add_argument("--repo", type=Path, help="start a server on this repository (free ports) for the check")
+
+    p = sub.add_parser("loadtest", help="concurrency sweep: throughput, p50/p95/p99 latency, errors (JSON)")
+    _add_client_args(p)
+    p.add_argument("--concurrency", type=_concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
+    p.add_argument("--requests", type=int, default=200, help="requests per concurrency level")
+    p.add_argument("--texts", type=Path, help="one text per line (default: a few built-in sentences)")
+    p.add_argument("--out", type=Path, required=True)
+
+    p = sub.add_parser("signal", help="print the autoscaling signal per model over a window (JSON)")
+    p.add_argument("--metrics-url", default="http://127.0.0.1:8002/metrics")
+    p.add_argument("--window", type=float, default=10.0, help="seconds between the two scrapes")
+    return ap
+
+
+def _build(args: argparse.Namespace) -> int:
+    from serving.repository import BuildOptions, build
+
+    options = BuildOptions(
+        backend=args.backend,
+        precision=args.precision,
+        max_batch_size=args.max_batch_size,
+        queue_delay_us=args.queue_delay_us,
+        instances=args.instances,
+        intra_op_threads=args.intra_op_threads,
+        gpu=args.gpu,
+        pad_to_multiple_of=args.pad_to_multiple_of,
+    )
+    version = build(args.bundle, args.repo, version=args.version, options=options)
+    print(f"built {args.repo} version {version} ({args.backend}, {args.precision})")
+    return 0
+
+
+def _pin(args: argparse.Namespace) -> int:
+    from serving.repository import MODELS, pin
+
+    if args.version == "latest":
+        version = None
+    elif args.version.isdigit():
+        version = int(args.version)
+    else:
+        raise ServingError(f"version {args.version!r}: pass a version number or 'latest'")
+    pin(args.repo, version)
+    print(f"{args.repo}: serving {'the newest versions' if version is None else f'version {version} only'}")
+    if args.url:
+        from serving.client import SentimentClient
+
+        with SentimentClient(args.url) as client:
+            client.load_models(MODELS)  # steps first: the ensemble reload then sees them
+        print(f"reloaded {', '.join(MODELS)} on {args.url}")
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from serving.server import TritonServer
+
+    server = TritonServer(
+        args.repo,
+        host=args.host,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port,
+        log_verbose=args.log_verbose,
+    )
+    signal.signal(signal.SIGTERM, _interrupt)  # kubectl/systemd stop as cleanly as Ctrl-C
+    with server:
+        print(f"tritonserver ready on {args.repo}", flush=True)
+        print(
+            f"  HTTP    http://{server.http_url}  (/v2/health/ready, /v2/models/sentiment/infer)", flush=True
+        )
+        print(f"  gRPC    {server.grpc_url}", flush=True)
+        print(f"  metrics {server.metrics_url}", flush=True)
+        print("Ctrl-C to stop.", flush=True)
+        try:
+            while server.process is not None and server.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print("stopping tritonserver ...", flush=True)
+            return 0
+        print(f"tritonserver exited on its own:\n{server.log_tail()}", file=sys.stderr)
+        return 2
+
+
+def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from serving.client import SentimentClient
+
+    return SentimentClient(args.url, protocol=args.protocol, model=args.model, timeout_s=args.timeout)
+
+
+def _infer(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        for text, pred in zip(args.texts, client.classify(args.texts), strict=True):
+            print(json.dumps({"text": text, "label": pred.label, "probabilities": pred.probabilities}))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from serving.check import run_check
+    from serving.server import TritonServer
+
+    server = TritonServer(args.repo, http_port=0, grpc_port=0, metrics_port=0) if args.repo else None
+    with server or nullcontext():
+        if server is not None:
+            args.url = server.grpc_url if args.protocol == "grpc" else server.http_url
+        with _client(args) as client:
+            problems = run_check(client, bundle=args.bundle, expectations=args.expect)
+    for problem in problems:
+        print(f"FAIL {problem}", file=sys.stderr)
+    print(f"check {'failed' if problems else 'passed'} against {args.url} ({args.protocol})")
+    return 1 if problems else 0
+
+
+def _loadtest(args: argparse.Namespace) -> int:
+    from serving.loadtest import run
+
+    texts = (
+        [line for line in args.texts.read_text().splitlines() if line.strip()]
+        if args.texts
+        else [
+            "what a great game last night",
+            "my phone died again, so annoying",
+            "thanks for the kind words!",
+        ]
+    )
+    report = run(
+        args.url,
+        texts,
+        concurrencies=args.concurrency,
+        requests=args.requests,
+        model=args.model,
+        protocol=args.protocol,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    for row in report["results"]:
+        print(json.dumps(row))
+    return 0 if all(r["errors"] == 0 for r in report["results"]) else 1
+
+
+def _signal(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from serving.autoscale import HPA_MODEL, HPA_TARGET_QUEUE_US, measure
+
+    result = measure(args.metrics_url, args.window)
+    print(
+        json.dumps(
+            {
+                "window_s": args.window,
+                "hpa": {"model": HPA_MODEL, "target_queue_us_per_request": HPA_TARGET_QUEUE_US},
+                "models": {name: asdict(s) for name, s in result.items()},
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+COMMANDS = {
+    "build": _build,
+    "pin": _pin,
+    "serve": _serve,
+    "infer": _infer,
+    "check": _check,
+    "loadtest": _loadtest,
+    "signal": _signal,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ServingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Read and check an export bundle (the contract written by `training.export.export_bundle`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from serving.errors import BundleError
+
+SUPPORTED_FORMAT = 1
+INPUT_NAMES = ("input_ids", "attention_mask")
+OUTPUT_NAME = "logits"
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    path: Path
+    metadata: dict[str, Any]
+    labels: tuple[str, ...]
+
+    @property
+    def max_length(self) -> int:
+        return int(self.metadata["max_length"])
+
+    @property
+    def onnx(self) -> Path:
+        return self.path / "model.onnx"
+
+    @property
+    def int8(self) -> Path | None:
+        quant = self.metadata.get("quantization") or {}
+        path = self.path / str(quant.get("file") or "model.int8.onnx")
+        return path if path.is_file() else None
+
+    def model_file(self, precision: str) -> Path:
+        if precision == "fp32":
+            return self.onnx
+        if precision == "int8":
+            if self.int8 is None:
+                raise BundleError(
+                    f"{self.path} has no int8 model: export with `python -m training export ... --quantize` "
+                    "or build with --precision fp32"
+                )
+            return self.int8
+        raise BundleError(f"precision {precision!r}: use fp32 or int8")
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """The bundle at `path`, after checking the files and metadata serving relies on."""
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(f"{path} is not a folder: pass the export bundle (e.g. runs/demo/export)")
+    missing = [
+        name
+        for name in ("model.onnx", "labels.json", "metadata.json", "tokenizer/tokenizer.json")
+        if not (path / name).is_file()
+    ]
+    if missing:
+        raise BundleError(f"{path} is not a complete export bundle: missing {missing} (re-run the export)")
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+        labels = json.loads((path / "labels.json").read_text())
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}: unreadable JSON ({exc}); re-run the export") from exc
+    if metadata.get("format_version") != SUPPORTED_FORMAT:
+        raise BundleError(
+            f"{path}: bundle format_version {metadata.get('format_version')!r}, this serving reads "
+            f"{SUPPORTED_FORMAT}: export it again with the matching training version"
+        )
+    names = tuple(i.get("name") for i in metadata.get("inputs", []))
+    if names != INPUT_NAMES:
+        raise BundleError(f"{path}: model inputs {names}, serving needs exactly {INPUT_NAMES}")
+    if not isinstance(metadata.get("max_length"), int) or metadata["max_length"] < 2:
+        raise BundleError(f"{path}: metadata max_length must be an integer >= 2")
+    if not isinstance(labels, list) or len(labels) < 2 or not all(isinstance(x, str) and x for x in labels):
+        raise BundleError(f"{path}: labels.json must be a list of >= 2 class names (index = class id)")
+    outputs = metadata.get("outputs") or [{}]
+    width = (outputs[0].get("shape") or [-1, len(labels)])[-1]
+    if width not in (-1, len(labels)):
+        raise BundleError(f"{path}: logits have {width} classes but labels.json names {len(labels)}")
+    return Bundle(path=path, metadata=metadata, labels=tuple(labels))

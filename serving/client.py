@@ -1,0 +1,161 @@
+"""Client for the `sentiment` ensemble over tritonclient HTTP or gRPC.
+
+    client = SentimentClient("127.0.0.1:8000")            # HTTP
+    client = SentimentClient("127.0.0.1:8001", protocol="grpc")
+    client.classify(["what a lovely day"])  # -> [Prediction(label="positive", probabilities=(0.03, 0.97))]
+
+Every call has a timeout. Only "the server is not there right now" (connection refused/reset,
+HTTP 502/503/504, gRPC UNAVAILABLE) is retried, with exponential backoff: a rolling restart or a
+pod still loading models heals by waiting, a bad input never does, so it fails at once.
+A tritonclient HTTP client is not thread-safe: use one SentimentClient per thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from serving.errors import InferenceError, UnavailableError
+
+Protocol = Literal["http", "grpc"]
+T = TypeVar("T")
+RETRYABLE_STATUS = {"StatusCode.UNAVAILABLE", "502", "503", "504"}
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    label: str
+    probabilities: tuple[float, ...]
+
+    @property
+    def confidence(self) -> float:
+        return max(self.probabilities)
+
+
+def _encode(text: str | bytes) -> bytes:
+    # bytes pass through untouched so callers (and tests) can send exactly what they mean.
+    return text if isinstance(text, bytes) else text.encode("utf-8")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    from tritonclient.utils import InferenceServerException
+
+    if isinstance(exc, InferenceServerException):
+        return str(exc.status()) in RETRYABLE_STATUS
+    # Refused/reset only: a timeout may mean an overloaded server, and retrying would add to its load.
+    return isinstance(exc, ConnectionError)
+
+
+class SentimentClient:
+    def __init__(
+        self,
+        url: str,
+        *,
+        protocol: Protocol = "http",
+        model: str = "sentiment",
+        version: str = "",
+        timeout_s: float = 10.0,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+    ) -> None:
+        if protocol not in ("http", "grpc"):
+            raise ValueError(f"protocol {protocol!r}: use http or grpc")
+        if retries < 0 or backoff_s < 0 or timeout_s <= 0:
+            raise ValueError("retries and backoff_s must be >= 0, timeout_s > 0")
+        self.url, self.protocol, self.model, self.version = (
+            url.removeprefix("http://"),
+            protocol,
+            model,
+            version,
+        )
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.attempts = 0  # calls sent, retries included: lets callers (and tests) see the retry policy work
+        if protocol == "http":
+            import tritonclient.http as tc
+
+            self._tc: Any = tc
+            self._client: Any = tc.InferenceServerClient(
+                self.url, connection_timeout=timeout_s, network_timeout=timeout_s
+            )
+        else:
+            import tritonclient.grpc as tc
+
+            self._tc = tc
+            self._client = tc.InferenceServerClient(self.url)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> SentimentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        from tritonclient.utils import InferenceServerException
+
+        delay = self.backoff_s
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - sorted into retryable / not below
+                if not is_retryable(exc):
+                    if isinstance(exc, InferenceServerException):
+                        raise InferenceError(f"{what}: {exc.message()}") from exc
+                    raise
+                if attempt == self.retries:
+                    raise UnavailableError(
+                        f"{what}: server at {self.url} ({self.protocol}) unavailable after "
+                        f"{self.retries + 1} attempts: {exc}. Is it running (`python -m serving serve`)?"
+                    ) from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def is_ready(self) -> bool:
+        try:
+            if self.protocol == "grpc":
+                return bool(
+                    self._client.is_model_ready(self.model, self.version, client_timeout=self.timeout_s)
+                )
+            return bool(self._client.is_model_ready(self.model, self.version))
+        except Exception:  # noqa: BLE001 - not reachable is "not ready"
+            return False
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.is_ready():
+            if time.monotonic() > deadline:
+                raise UnavailableError(f"model {self.model} at {self.url} not ready after {timeout_s:.0f} s")
+            time.sleep(0.25)
+
+    def infer_raw(self, texts: Sequence[str | bytes]) -> tuple[Any, Any]:
+        """(LABEL, PROBABILITIES) numpy arrays for `texts`, one request."""
+        import numpy as np
+
+        array = np.array([[_encode(t)] for t in texts], dtype=object).reshape(len(texts), 1)
+        tc = self._tc
+        text = tc.InferInput("TEXT", list(array.shape), "BYTES")
+        text.set_data_from_numpy(array)
+        outputs = [tc.InferRequestedOutput("LABEL"), tc.InferRequestedOutput("PROBABILITIES")]
+        kwargs: dict[str, Any] = {"model_version": self.version, "outputs": outputs}
+        if self.protocol == "grpc":
+            kwargs["client_timeout"] = self.timeout_s
+        result = self._call(f"infer {self.model}", lambda: self._client.infer(self.model, [text], **kwargs))
+        return result.as_numpy("LABEL"), result.as_numpy("PROBABILITIES")
+
+    def classify(self, texts: Sequence[str | bytes]) -> list[Prediction]:
+        labels, probabilities = self.infer_raw(texts)
+        return [
+            Prediction(label=label.decode("utf-8"), probabilities=tuple(float(p) for p in row))
+            for label, row in zip(labels.reshape(-1), probabilities, strict=True)
+        ]
+
+    def load_models(self, names: Sequence[str]) -> None:
+        """(Re)load models in explicit model-control mode, e.g. after `serving pin`."""
+        for name in names:
+            self._call(f"load {name}", lambda name=name: self._client.load_model(name))  # type: ignore[misc]

@@ -1,0 +1,129 @@
+"""Closed-loop load test: N concurrent clients, each sending one text per request, back to back.
+
+    python -m serving loadtest --url 127.0.0.1:8001 --protocol grpc --concurrency 1,8,32 --out reports/loadtest.json
+
+Output (the contract other parts read): {"url", "model", "results": [{"concurrency", "requests", "rps",
+"p50_ms", "p95_ms", "p99_ms", "errors"}]}. Latency is measured per request around the client call,
+so it includes the client's own serialization, as a caller would see it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from serving.client import Protocol, SentimentClient
+
+DEFAULT_CONCURRENCY = (1, 8, 32)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (no interpolation: p99 of 100 samples is the 99th slowest, a real request)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+def summarize(concurrency: int, latencies_s: Sequence[float], errors: int, wall_s: float) -> dict[str, Any]:
+    ms = [x * 1000 for x in latencies_s]
+    return {
+        "concurrency": concurrency,
+        "requests": len(ms) + errors,
+        "rps": round(len(ms) / wall_s, 2) if wall_s > 0 else 0.0,
+        "p50_ms": round(percentile(ms, 50), 2),
+        "p95_ms": round(percentile(ms, 95), 2),
+        "p99_ms": round(percentile(ms, 99), 2),
+        "errors": errors,
+    }
+
+
+def measure_level(
+    url: str,
+    texts: Sequence[str],
+    concurrency: int,
+    *,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    model: str = "sentiment",
+    protocol: Protocol = "grpc",
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    """Raw measurements of one level: {"latencies": [s, ...], "errors": int, "wall_s": float}.
+
+    Stops after `requests` requests in total or after `duration_s` seconds.
+    """
+    if (requests is None) == (duration_s is None):
+        raise ValueError("pass exactly one of requests= or duration_s=")
+    if concurrency < 1 or not texts:
+        raise ValueError("concurrency must be >= 1 and texts non-empty")
+    counter = itertools.count()
+    lock = threading.Lock()
+    latencies: list[float] = []
+    errors = [0]
+    clients = [
+        SentimentClient(url, protocol=protocol, model=model, timeout_s=timeout_s, retries=0)
+        for _ in range(concurrency)
+    ]
+    start = time.perf_counter()
+    deadline = start + duration_s if duration_s is not None else None
+
+    def worker(client: SentimentClient) -> None:
+        mine: list[float] = []
+        failed = 0
+        while True:
+            i = next(counter)
+            if requests is not None and i >= requests:
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            t0 = time.perf_counter()
+            try:
+                client.infer_raw([texts[i % len(texts)]])
+                mine.append(time.perf_counter() - t0)
+            except Exception:  # noqa: BLE001 - counted, the run goes on
+                failed += 1
+        with lock:
+            latencies.extend(mine)
+            errors[0] += failed
+
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    for c in clients:
+        c.close()
+    return {"latencies": latencies, "errors": errors[0], "wall_s": wall}
+
+
+def run_level(url: str, texts: Sequence[str], concurrency: int, **kwargs: Any) -> dict[str, Any]:
+    """One concurrency level summarized as a row of the report (see measure_level for the arguments)."""
+    raw = measure_level(url, texts, concurrency, **kwargs)
+    return summarize(concurrency, raw["latencies"], raw["errors"], raw["wall_s"])
+
+
+def run(
+    url: str,
+    texts: Sequence[str],
+    *,
+    concurrencies: Sequence[int] = DEFAULT_CONCURRENCY,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    model: str = "sentiment",
+    protocol: Protocol = "grpc",
+    warmup_requests: int = 8,
+) -> dict[str, Any]:
+    """Sweep the concurrency levels; the report is the contract's loadtest JSON."""
+    if warmup_requests:
+        run_level(url, texts, 1, requests=warmup_requests, model=model, protocol=protocol)
+    results = [
+        run_level(url, texts, c, requests=requests, duration_s=duration_s, model=model, protocol=protocol)
+        for c in concurrencies
+    ]
+    return {"url": url, "model": model, "protocol": protocol, "results": results}

@@ -1,0 +1,300 @@
+"""Build the versioned Triton model repository from an export bundle.
+
+    python -m serving build runs/demo/export models/ --backend python      # local tritonserver
+    python -m serving build runs/demo/export models/ --backend onnxruntime # NVIDIA image (production)
+    python -m serving pin models/ 3                                        # rollback: serve version 3 only
+
+Layout (every build adds version N of all four models, N = latest + 1 unless --version is given):
+
+    <repo>/repository.json                 build options, versions and their bundle metadata, pin
+    <repo>/preprocess/config.pbtxt         python backend; N/model.py, N/tokenizer/, N/metadata.json
+    <repo>/classifier/config.pbtxt         onnxruntime_onnx or python; N/model.onnx (+ .data), N/model.py
+    <repo>/postprocess/config.pbtxt        python backend; N/model.py, N/labels.json
+    <repo>/sentiment/config.pbtxt          the ensemble clients call: TEXT -> LABEL, PROBABILITIES
+
+Configs live at model level, so they are regenerated from repository.json on every build/pin; the
+ensemble steps use version -1 (newest loaded), and the version policy keeps the previous version
+loaded (addressable by version number) until a pin narrows it to one version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from serving.bundle import Bundle, load_bundle
+from serving.config import (
+    DynamicBatching,
+    EnsembleStep,
+    InstanceGroup,
+    ModelConfig,
+    OnnxRuntimeOptimization,
+    Tensor,
+    VersionPolicy,
+    Warmup,
+    WarmupInput,
+)
+from serving.errors import ConfigError
+
+ENSEMBLE = "sentiment"
+PREPROCESS, CLASSIFIER, POSTPROCESS = "preprocess", "classifier", "postprocess"
+MODELS = (PREPROCESS, CLASSIFIER, POSTPROCESS, ENSEMBLE)
+MODEL_SOURCES = Path(__file__).resolve().parent / "models"
+MANIFEST = "repository.json"
+# Keep the version before the newest loaded: requests can still pin it while a rollout is judged.
+KEEP_VERSIONS = 2
+
+Backend = Literal["onnxruntime", "python"]
+Precision = Literal["fp32", "int8"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildOptions:
+    backend: Backend = "python"
+    """onnxruntime: Triton's ORT backend (NVIDIA images); python: the same classifier run by the python backend."""
+    precision: Precision = "fp32"
+    """int8 serves the bundle's model.int8.onnx (dynamic quantization) as model.onnx."""
+    max_batch_size: int = 64
+    queue_delay_us: int = 2000
+    """Classifier batching window. 2 ms: measured in benchmarks/serve.py (serving/README.md)."""
+    preprocess_queue_delay_us: int = 500
+    instances: int = 1
+    intra_op_threads: int = 0
+    """ONNX Runtime threads per classifier instance; 0 = all cores."""
+    ort_spinning: bool = False
+    """Python stand-in only: let ORT's idle threads spin (lower latency on dedicated cores)."""
+    gpu: bool = False
+    """Production GPU nodes: KIND_GPU instances and the TensorRT execution accelerator (onnxruntime backend)."""
+    max_text_bytes: int = 65536
+    pad_to_multiple_of: int | None = None
+    """Round padded lengths up to a multiple of this; None = 16 with gpu (few shapes, so the batcher merges
+    more requests, and padding is nearly free on a GPU), 1 on CPU (measured: padded positions cost more
+    CPU than the extra merging saves; serving/README.md)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("onnxruntime", "python"):
+            raise ConfigError(f"backend {self.backend!r}: use onnxruntime (NVIDIA image) or python (local)")
+        if self.precision not in ("fp32", "int8"):
+            raise ConfigError(f"precision {self.precision!r}: use fp32 or int8")
+        if self.gpu and self.backend != "onnxruntime":
+            raise ConfigError(
+                "gpu=True needs backend onnxruntime (the python stand-in runs ONNX Runtime on CPU)"
+            )
+        if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
+            raise ConfigError("pad_to_multiple_of must be >= 1 (1 = pad to the longest text only)")
+        for name in ("max_batch_size", "instances", "max_text_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1")
+        for name in ("queue_delay_us", "preprocess_queue_delay_us", "intra_op_threads"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0")
+
+
+def model_configs(
+    options: BuildOptions, num_labels: int, pinned: int | None = None
+) -> dict[str, ModelConfig]:
+    """The four configs; a pure function of the options, so tests can check each one without a server."""
+    policy = VersionPolicy(latest=None, specific=(pinned,)) if pinned else VersionPolicy(latest=KEEP_VERSIONS)
+    mbs = options.max_batch_size
+    tokens = (
+        Tensor(name="input_ids", data_type="TYPE_INT64", dims=(-1,)),
+        Tensor(name="attention_mask", data_type="TYPE_INT64", dims=(-1,)),
+    )
+    text = Tensor(name="TEXT", data_type="TYPE_STRING", dims=(1,))
+    logits = Tensor(name="logits", data_type="TYPE_FP32", dims=(num_labels,))
+    label = Tensor(name="LABEL", data_type="TYPE_STRING", dims=(1,))
+    probabilities = Tensor(name="PROBABILITIES", data_type="TYPE_FP32", dims=(num_labels,))
+    cpu = (InstanceGroup(count=1, kind="KIND_CPU"),)
+
+    if options.backend == "onnxruntime":
+        engine: dict[str, Any] = {
+            "platform": "onnxruntime_onnx",
+            "onnxruntime": OnnxRuntimeOptimization(graph_level=1, tensorrt=options.gpu),
+        }
+    else:
+        engine = {"backend": "python"}
+    classifier = ModelConfig(
+        name=CLASSIFIER,
+        **engine,
+        max_batch_size=mbs,
+        inputs=tokens,
+        outputs=(logits,),
+        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.queue_delay_us),
+        instance_groups=(
+            InstanceGroup(count=options.instances, kind="KIND_GPU" if options.gpu else "KIND_CPU"),
+        ),
+        version_policy=policy,
+        # Read by both: the ORT backend's documented parameter name, and our python stand-in.
+        parameters={
+            "intra_op_thread_count": str(options.intra_op_threads),
+            "allow_spinning": "1" if options.ort_spinning else "0",
+        },
+        # Zero ids at length 16: the first user request then does not pay ORT's lazy initialisation.
+        warmup=(
+            Warmup(
+                name="zeros-16",
+                batch_size=1,
+                inputs={t.name: WarmupInput(data_type="TYPE_INT64", dims=(16,)) for t in tokens},
+            ),
+        ),
+    )
+    preprocess = ModelConfig(
+        name=PREPROCESS,
+        backend="python",
+        max_batch_size=mbs,
+        inputs=(text,),
+        outputs=tokens,
+        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.preprocess_queue_delay_us),
+        instance_groups=cpu,
+        version_policy=policy,
+        parameters={
+            "max_text_bytes": str(options.max_text_bytes),
+            "pad_to_multiple_of": str(options.pad_to_multiple_of or (16 if options.gpu else 1)),
+        },
+    )
+    postprocess = ModelConfig(
+        name=POSTPROCESS,
+        backend="python",
+        max_batch_size=mbs,
+        inputs=(logits,),
+        outputs=(label, probabilities),
+        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=0),
+        instance_groups=cpu,
+        version_policy=policy,
+    )
+    ensemble = ModelConfig(
+        name=ENSEMBLE,
+        platform="ensemble",
+        max_batch_size=mbs,
+        inputs=(text,),
+        outputs=(label, probabilities),
+        version_policy=policy,
+        ensemble_steps=(
+            EnsembleStep(
+                model_name=PREPROCESS,
+                input_map={"TEXT": "TEXT"},
+                output_map={"input_ids": "_input_ids", "attention_mask": "_attention_mask"},
+            ),
+            EnsembleStep(
+                model_name=CLASSIFIER,
+                input_map={"input_ids": "_input_ids", "attention_mask": "_attention_mask"},
+                output_map={"logits": "_logits"},
+            ),
+            EnsembleStep(
+                model_name=POSTPROCESS,
+                input_map={"logits": "_logits"},
+                output_map={"LABEL": "LABEL", "PROBABILITIES": "PROBABILITIES"},
+            ),
+        ),
+    )
+    return {c.name: c for c in (preprocess, classifier, postprocess, ensemble)}
+
+
+def read_manifest(repo: str | Path) -> dict[str, Any]:
+    path = Path(repo) / MANIFEST
+    if not path.is_file():
+        return {"versions": {}, "options": None, "pinned": None}
+    return json.loads(path.read_text())
+
+
+def versions(repo: str | Path) -> list[int]:
+    return sorted(int(v) for v in read_manifest(repo)["versions"])
+
+
+def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
+    options = BuildOptions(**manifest["options"])
+    latest = str(max(int(v) for v in manifest["versions"]))
+    configs = model_configs(options, manifest["versions"][latest]["num_labels"], manifest["pinned"])
+    for name, config in configs.items():
+        (repo / name).mkdir(parents=True, exist_ok=True)
+        (repo / name / "config.pbtxt").write_text(config.render())
+    (repo / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def build(
+    bundle_path: str | Path,
+    repo: str | Path,
+    *,
+    version: int | None = None,
+    options: BuildOptions | None = None,
+) -> int:
+    """Add the bundle to `repo` as a new version of every model; return the version number."""
+    bundle: Bundle = load_bundle(bundle_path)
+    options = options or BuildOptions()
+    repo = Path(repo)
+    manifest = read_manifest(repo)
+    existing = [int(v) for v in manifest["versions"]]
+    latest = max(existing, default=0)
+    if version is None:
+        version = latest + 1
+    elif version <= latest:
+        raise ConfigError(
+            f"version {version}: versions only increase and {repo} already has {latest}; "
+            f"pass --version {latest + 1} (or omit it). To serve an older version, use `serving pin`."
+        )
+    if version < 1:
+        raise ConfigError("version must be >= 1")
+    model_file = bundle.model_file(options.precision)
+
+    staged = {name: repo / name / f".{version}.tmp" for name in MODELS}
+    try:
+        for path in staged.values():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+        pre = staged[PREPROCESS]
+        shutil.copy2(MODEL_SOURCES / "preprocess.py", pre / "model.py")
+        shutil.copytree(bundle.path / "tokenizer", pre / "tokenizer")
+        shutil.copy2(bundle.path / "metadata.json", pre / "metadata.json")
+        cls = staged[CLASSIFIER]
+        shutil.copy2(model_file, cls / "model.onnx")
+        data = model_file.parent / (model_file.name + ".data")
+        if data.is_file():  # the graph names its external data file; keep that name
+            shutil.copy2(data, cls / data.name)
+        # Both backends' files in every version: switching --backend later re-renders only config.pbtxt.
+        shutil.copy2(MODEL_SOURCES / "classifier.py", cls / "model.py")
+        post = staged[POSTPROCESS]
+        shutil.copy2(MODEL_SOURCES / "postprocess.py", post / "model.py")
+        (post / "labels.json").write_text(json.dumps(list(bundle.labels)) + "\n")
+        for name in (PREPROCESS, CLASSIFIER, POSTPROCESS):
+            shutil.copy2(MODEL_SOURCES / "sentiment_common.py", staged[name] / "sentiment_common.py")
+        for name, path in staged.items():
+            path.rename(repo / name / str(version))
+    except BaseException:
+        for path in staged.values():
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+    meta = bundle.metadata
+    manifest["versions"][str(version)] = {
+        "bundle": str(bundle.path.resolve()),
+        "model_name": meta.get("model_name"),
+        "model_version": meta.get("model_version"),
+        "dataset_manifest_sha256": meta.get("dataset_manifest_sha256"),
+        "git_revision": meta.get("git_revision"),
+        "metrics": meta.get("metrics", {}),
+        "precision": options.precision,
+        "num_labels": len(bundle.labels),
+        "built": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    manifest["options"] = asdict(options)
+    manifest["pinned"] = None  # a new build is a rollout: it releases any earlier pin
+    _write_configs(repo, manifest)
+    return version
+
+
+def pin(repo: str | Path, version: int | None) -> None:
+    """Serve only `version` (a rollback), or None to return to the newest versions."""
+    repo = Path(repo)
+    manifest = read_manifest(repo)
+    if not manifest["versions"]:
+        raise ConfigError(f"{repo} has no versions: run `python -m serving build BUNDLE {repo}` first")
+    if version is not None and str(version) not in manifest["versions"]:
+        raise ConfigError(
+            f"version {version} is not in {repo}: available {sorted(map(int, manifest['versions']))}"
+        )
+    manifest["pinned"] = version
+    _write_configs(repo, manifest)

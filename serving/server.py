@@ -1,0 +1,245 @@
+"""Run the real `tritonserver` binary that ships in the nvidia-pytriton wheel.
+
+    with TritonServer("models/", http_port=8000, grpc_port=8001, metrics_port=8002) as server:
+        print(server.http_url)
+
+The wheel is located with importlib (pytriton itself is never imported: it would pull its whole
+client stack). Its python backend needs a stub built for the running Python; we assemble a backend
+directory of our own (links into the wheel) instead of writing into site-packages, and hand the
+stub this interpreter's site-packages so model.py files import numpy/onnxruntime/tokenizers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from serving.errors import PortInUseError, ServerError
+
+READY_TIMEOUT_S = 120.0
+
+
+def wheel_root() -> Path:
+    """site-packages/pytriton/tritonserver of the installed nvidia-pytriton wheel."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerError(
+            "tritonserver not found: install the serving extras (`make setup`, nvidia-pytriton==0.7.0)"
+        )
+    root = Path(next(iter(spec.submodule_search_locations))) / "tritonserver"
+    if not (root / "bin" / "tritonserver").is_file():
+        raise ServerError(f"{root}/bin/tritonserver is missing: reinstall nvidia-pytriton==0.7.0")
+    return root
+
+
+def binary() -> Path:
+    return wheel_root() / "bin" / "tritonserver"
+
+
+def make_backend_dir(target: Path) -> Path:
+    """A Triton backend directory whose python backend runs this interpreter's version (3.x)."""
+    root = wheel_root()
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = root / "python_backend_stubs" / py / "triton_python_backend_stub"
+    if not stub.is_file():
+        raise ServerError(f"nvidia-pytriton has no python backend stub for Python {py}: use Python 3.8-3.13")
+    python_dir = target / "python"
+    python_dir.mkdir(parents=True, exist_ok=True)
+    # Links, not copies: the stub and backend find their bundled libraries relative to the real files.
+    for src in (root / "backends" / "python" / "libtriton_python.so", stub):
+        link = python_dir / src.name
+        if not link.exists():
+            link.symlink_to(src)
+    # The backend copies this module next to each model's stub; a real file keeps its path stable.
+    utils = root / "backends" / "python" / "triton_python_backend_utils.py"
+    shutil.copy2(utils, python_dir / utils.name)
+    return target
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _check_port(host: str, port: int, role: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As Triton binds: connections of an earlier server in TIME_WAIT do not make a port busy.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise PortInUseError(port, role, host) from exc
+
+
+class TritonServer:
+    """Start tritonserver on `repo`, wait until /v2/health/ready, stop it on exit (context manager)."""
+
+    def __init__(
+        self,
+        repo: str | Path,
+        *,
+        http_port: int = 8000,
+        grpc_port: int = 8001,
+        metrics_port: int = 8002,
+        host: str = "127.0.0.1",
+        ready_timeout_s: float = READY_TIMEOUT_S,
+        log_verbose: int = 0,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.repo = Path(repo).resolve()
+        self.host = host
+        # Port 0 = pick a free one (tests, `check --repo`): several servers may run side by side.
+        self.http_port, self.grpc_port, self.metrics_port = (
+            p or free_port(host) for p in (http_port, grpc_port, metrics_port)
+        )
+        self.ready_timeout_s = ready_timeout_s
+        self.log_verbose = log_verbose
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+
+    @property
+    def http_url(self) -> str:
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self.host}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._workdir / "tritonserver.log" if self._workdir else None
+
+    def command(self, backend_dir: Path) -> list[str]:
+        return [
+            str(binary()),
+            f"--model-repository={self.repo}",
+            f"--backend-directory={backend_dir}",
+            f"--http-address={self.host}",
+            f"--http-port={self.http_port}",
+            f"--grpc-address={self.host}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={self.host}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-gpu-metrics=false",
+            # explicit + load all: `serving pin` can reload the models live (POST .../load).
+            "--model-control-mode=explicit",
+            "--load-model=*",
+            "--strict-readiness=true",
+            "--exit-on-error=true",
+            "--exit-timeout-secs=10",
+            f"--log-verbose={self.log_verbose}",
+            *self.extra_args,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # The stub embeds libpython, which finds its prefix by looking up `python3` on PATH: this
+        # environment's bin/ first makes the models import this venv's numpy/onnxruntime/tokenizers.
+        env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.prefix) / "bin"), env.get("PATH")]))
+        libs = wheel_root().parent.parent / "nvidia_pytriton.libs"
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libs), env.get("LD_LIBRARY_PATH")]))
+        # Each python model instance runs its own stub process: one thread each, or 2 cores thrash.
+        env.setdefault("OMP_NUM_THREADS", "1")
+        return env
+
+    def start(self) -> TritonServer:
+        if self.process is not None:
+            raise ServerError("server already started")
+        if not self.repo.is_dir():
+            raise ServerError(
+                f"model repository {self.repo} does not exist: run `python -m serving build` first"
+            )
+        for port, role in (
+            (self.http_port, "http"),
+            (self.grpc_port, "grpc"),
+            (self.metrics_port, "metrics"),
+        ):
+            _check_port(self.host, port, role)
+        self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
+        backend_dir = make_backend_dir(self._workdir / "backends")
+        log = open(self._workdir / "tritonserver.log", "wb")  # noqa: SIM115 - closed in stop()
+        self._log = log
+        self.process = subprocess.Popen(
+            self.command(backend_dir),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.environment(),
+            cwd=self._workdir,
+            start_new_session=True,  # Ctrl-C reaches us; we stop the server in order
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def log_tail(self, lines: int = 30) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def is_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=2) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _wait_ready(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log_tail()
+                if "Address already in use" in tail:
+                    raise ServerError(f"tritonserver could not bind its ports (taken meanwhile?):\n{tail}")
+                raise ServerError(f"tritonserver exited with code {self.process.returncode}:\n{tail}")
+            if self.is_ready():
+                return
+            time.sleep(0.25)
+        raise ServerError(f"tritonserver not ready after {self.ready_timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = 20.0) -> int | None:
+        """SIGINT (Triton drains in-flight requests), then SIGKILL if it does not exit in time."""
+        code = None
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGINT)
+                try:
+                    self.process.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                    self.process.wait()
+            code = self.process.returncode
+            self.process = None
+            self._log.close()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        return code
+
+    def __enter__(self) -> TritonServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,67 @@
+"""hadolint, Checkov and the project rules: clean on the committed Dockerfiles, and each one
+catches what it is there for on a broken Dockerfile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from containers import lint
+
+GOOD_FINAL = """\
+ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.07-py3@sha256:{digest}
+FROM ${{BASE_IMAGE}}
+ARG VERSION=0
+LABEL org.opencontainers.image.source="s" org.opencontainers.image.revision="r" \\
+      org.opencontainers.image.version="${{VERSION}}" org.opencontainers.image.created="c"
+USER 10001:10001
+HEALTHCHECK NONE
+ENTRYPOINT ["python", "-m", "training"]
+""".format(digest="a" * 64)
+
+
+def _rules(path: Path) -> set[str]:
+    return {f.rule for f in lint.project_rules(path)}
+
+
+def test_committed_dockerfiles_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert lint.main([]) == 0, capsys.readouterr().out
+
+
+def test_project_rules_accept_a_good_file(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(GOOD_FINAL)
+    assert lint.project_rules(path) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rule"),
+    [
+        ("@sha256:" + "a" * 64, "", "base-pinned"),  # a tag alone moves
+        ("nvcr.io/nvidia/", "docker.io/someone/", "base-pinned"),
+        ("USER 10001:10001", "USER root", "non-root"),
+        ("USER 10001:10001", "USER 0", "non-root"),
+        ("USER 10001:10001", "USER trainer", "non-root"),  # runAsNonRoot cannot check a name
+        ("USER 10001:10001\n", "", "non-root"),
+        (' org.opencontainers.image.created="c"', "", "oci-labels"),
+        ("ARG VERSION=0", "ARG AWS_SECRET_ACCESS_KEY", "no-secrets"),
+        ("ARG VERSION=0", "ENV HF_TOKEN=abc", "no-secrets"),
+    ],
+)
+def test_project_rules_catch(tmp_path: Path, old: str, new: str, rule: str) -> None:
+    assert old in GOOD_FINAL
+    path = tmp_path / "Dockerfile"
+    path.write_text(GOOD_FINAL.replace(old, new))
+    assert rule in _rules(path)
+
+
+def test_hadolint_and_checkov_catch_a_sloppy_dockerfile(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text("FROM debian:bookworm\nRUN apt-get update && apt-get install -y curl\nADD app /app\n")
+    findings = lint.lint([path])
+    hadolint = {f.rule for f in findings if f.tool == "hadolint"}
+    assert {"DL3008", "DL3015", "DL3009", "DL3020"} <= hadolint  # unpinned apt, recommends, lists, ADD
+    checkov = {f.rule for f in findings if f.tool == "checkov"}
+    assert {"CKV_DOCKER_2", "CKV_DOCKER_3"} <= checkov  # no HEALTHCHECK, no USER
+    assert {"base-pinned", "non-root", "oci-labels"} <= {f.rule for f in findings if f.tool == "project"}

@@ -1,0 +1,170 @@
+"""Build both images for real with buildah on the local bases, then run them (`buildah run`).
+
+The Dockerfiles are built unchanged apart from BASE_IMAGE (and the prepared context under
+build/images/). Needs root, buildah, debootstrap, unshare/nsenter/ip (util-linux, iproute2): CI
+installs them (.ci/run). The local bases are cached in buildah's storage: cold, this test also
+debootstraps both bases (~4-7 min more on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from containers import build, buildah, smoke
+from containers.lint import _SECRET_NAME
+from containers.version import Version
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def _unmet() -> str | None:
+    if os.geteuid() != 0:
+        return "building images with buildah --isolation chroot needs root"
+    for tool in ("buildah", "debootstrap", "unshare", "nsenter", "ip"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install -y buildah debootstrap iproute2)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    reason = _unmet()
+    if reason:
+        pytest.skip(reason)
+    # A name of its own: never reuses (or removes) an image a developer built with `make images`.
+    repository = f"localhost/eu-ml-platform-test-{uuid.uuid4().hex[:8]}"
+    record = tmp_path_factory.mktemp("images") / "build-record.json"
+    start = time.monotonic()
+    assert build.main(["--base", "local", "--repository", repository, "--record", str(record)]) == 0
+    images = json.loads(record.read_text())["images"]
+    images["_seconds"] = time.monotonic() - start
+    images["_repository"] = repository
+    try:
+        yield images
+    finally:
+        for name in ("training", "serving"):
+            if name in images:
+                subprocess.run(
+                    [*buildah._base(), "rmi", "--force", images[name]["tags"][0]], capture_output=True
+                )
+
+
+def _labels(ref: str) -> dict[str, str]:
+    return dict(buildah.image_config(ref).get("Labels") or {})
+
+
+def test_record_holds_tags_and_digests(built: dict[str, Any]) -> None:
+    for name in ("training", "serving"):
+        entry = built[name]
+        assert entry["tags"] == [f"{built['_repository']}/{name}:{entry['version']}"]
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry["digest"])
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry["image_id"])
+        assert entry["builder"] == "buildah" and entry["size_bytes"] > 100e6 and not entry["pushed"]
+        assert buildah.image_digest(entry["tags"][0]) == entry["digest"]
+    # No --bundle: the tiny random model, labelled model version 0; it was trained on no dataset.
+    assert built["serving"]["version"] == f"{built['training']['version']}-m0"
+    assert built["serving"]["model_version"] == "0"
+    assert built["serving"]["dataset_manifest_sha256"] == "unknown"
+
+
+def test_training_image_config(built: dict[str, Any]) -> None:
+    entry = built["training"]
+    config = buildah.image_config(entry["tags"][0])
+    labels = _labels(entry["tags"][0])
+    assert labels["org.opencontainers.image.version"] == entry["version"]
+    assert re.fullmatch(r"[0-9a-f]{40}|uncommitted", labels["org.opencontainers.image.revision"])
+    assert labels["org.opencontainers.image.created"].endswith("Z")
+    assert config["User"] == "10001:10001"
+    assert config["StopSignal"] == "SIGTERM"
+    assert config["Entrypoint"] == ["python", "-m", "training"]
+
+
+def test_serving_image_config(built: dict[str, Any]) -> None:
+    entry = built["serving"]
+    config = buildah.image_config(entry["tags"][0])
+    labels = _labels(entry["tags"][0])
+    assert labels["eu.ml-platform.model.version"] == "0"
+    assert labels["eu.ml-platform.dataset.manifest-sha256"] == entry["dataset_manifest_sha256"]
+    assert config["User"] == "10002:10002"
+    assert set(config["ExposedPorts"]) == {"8000/tcp", "8001/tcp", "8002/tcp"}
+    assert "/v2/health/ready" in " ".join(config["Healthcheck"]["Test"])
+    cmd = config["Cmd"]
+    assert cmd[0] == "tritonserver"
+    for flag in (
+        "--model-repository=/models",
+        "--model-control-mode=none",
+        "--strict-readiness=true",
+        "--exit-on-error=true",
+    ):
+        assert flag in cmd
+
+
+def test_no_credentials_or_build_leftovers(built: dict[str, Any]) -> None:
+    for name in ("training", "serving"):
+        ref = built[name]["tags"][0]
+        env_names = [e.partition("=")[0] for e in buildah.image_config(ref).get("Env") or []]
+        assert not [n for n in env_names if _SECRET_NAME.search(n)]
+        with smoke.WorkingContainer(ref) as ctr:
+            root = ctr.mount()
+            try:
+                # The deps stage's wheels and the build context stay out of the final image.
+                for leftover in (
+                    "wheels",
+                    "build",
+                    "root/.cache/pip",
+                    "root/.aws",
+                    "root/.netrc",
+                    "root/.docker",
+                ):
+                    assert not (root / leftover).exists(), f"{name}: /{leftover}"
+                # Public CA bundles (certifi's cacert.pem) are fine; private keys are not.
+                keys = [
+                    p
+                    for pattern in ("*.pem", "*.key", "id_rsa*", "id_ed25519*")
+                    for p in (root / "opt").rglob(pattern)
+                    if p.is_file() and b"PRIVATE KEY" in p.read_bytes()[:65536]
+                ]
+                assert not keys, f"{name}: {keys}"
+                assert not list((root / "opt").rglob(".env")), name
+            finally:
+                buildah.run(["unmount", ctr.id])
+
+
+def test_training_image_runs_a_smoke_training(built: dict[str, Any]) -> None:
+    result = smoke.smoke_training(built["training"]["tags"][0])
+    assert result["uid"] == 10001
+    assert 0.0 <= result["test_accuracy"] <= 1.0 and result["steps"] > 0
+
+
+def test_serving_image_answers_ready_and_infers(built: dict[str, Any]) -> None:
+    result = smoke.smoke_serving(built["serving"]["tags"][0])
+    assert result["models"] == ["classifier", "postprocess", "preprocess", "sentiment"]
+    assert result["tritonserver"] is True  # the local base carries the real tritonserver
+    assert result["label"] in ("negative", "positive")
+    assert abs(sum(result["probabilities"]) - 1.0) < 1e-4
+
+
+def test_existing_tag_is_reused_not_moved(built: dict[str, Any]) -> None:
+    # The same version again (not recomputed: other edits to the tree would make it another one).
+    entry = built["training"]
+    spec = build.ImageSpec(
+        image="training",
+        version=Version.parse(entry["version"]),
+        base_image=entry["base_image"],
+        repository=built["_repository"],
+    )
+    start = time.monotonic()
+    again = build.build_image(spec, builder="buildah")
+    assert again["reused_existing_tag"] is True
+    assert again["image_id"] == entry["image_id"] and again["digest"] == entry["digest"]
+    assert time.monotonic() - start < 60  # found, not rebuilt

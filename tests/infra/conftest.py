@@ -1,0 +1,30 @@
+"""Plans rendered once per session: every committed stack in preview, and `dev` in update mode (where the
+mocks return ids and ARNs, so exact key and role references can be compared)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from infra_fixtures import STACKS, Plan
+
+from infra import plan as planner
+
+
+@pytest.fixture(scope="session")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plan]:
+    out = tmp_path_factory.mktemp("plan")
+    planner.render(STACKS, out)
+    # Read back from disk: the tests see exactly what the policy pack reads.
+    return {s: Plan(json.loads((out / f"{s}.json").read_text())) for s in STACKS}
+
+
+@pytest.fixture(scope="session")
+def updates() -> dict[str, Plan]:
+    """Update-mode runs (ids and computed outputs known). GCP and Azure key references are deterministic
+    names or known inputs already at preview, so only AWS needs one."""
+    out = {}
+    for stack in ("dev",):
+        cfg = planner.load_stack(stack)
+        out[stack] = Plan(planner.run(cfg, planner.stack_config(stack), preview=False))
+    return out

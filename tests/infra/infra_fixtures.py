@@ -1,0 +1,38 @@
+"""Shared helpers for the infra tests (pytest's rootdir import mode needs unique module names)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+STACKS = ("dev", "staging", "prod", "gcp-dev", "azure-dev")
+
+
+class Plan:
+    """A rendered plan with lookups by type and name."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.doc = document
+        self.resources: list[dict[str, Any]] = document["resources"]
+        self.by_urn = {r["urn"]: r for r in self.resources}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.doc[key]
+
+    def of_type(self, token: str) -> list[dict[str, Any]]:
+        return [r for r in self.resources if r["type"] == token]
+
+    def one(self, token: str, name_suffix: str = "") -> dict[str, Any]:
+        found = [r for r in self.of_type(token) if r["name"].endswith(name_suffix)]
+        assert len(found) == 1, (
+            f"expected one {token} named *{name_suffix}, found {[r['name'] for r in found]}"
+        )
+        return found[0]
+
+    def named(self, name: str, token: str | None = None) -> dict[str, Any]:
+        found = [r for r in self.iter_custom() if r["name"] == name and token in (None, r["type"])]
+        assert len(found) == 1, f"expected one resource named {name}, found {len(found)}"
+        return found[0]
+
+    def iter_custom(self) -> Iterator[dict[str, Any]]:
+        return (r for r in self.resources if r["custom"])

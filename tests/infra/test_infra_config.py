@@ -1,0 +1,206 @@
+"""Config validation: every committed stack parses; each kind of bad input stops with the key named."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from infra import config, plan
+from infra.config import ConfigError
+
+
+def raw(stack: str = "dev") -> dict[str, Any]:
+    """A stack's config as structured values (what the YAML holds), without the project prefix."""
+    import yaml
+
+    document = yaml.safe_load((plan.ROOT / f"Pulumi.{stack}.yaml").read_text())
+    return config.project_keys(document["config"])
+
+
+def parse(values: dict[str, Any], stack: str = "dev") -> config.PlatformConfig:
+    return config.parse(values, stack=stack)
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod", "gcp-dev", "azure-dev"])
+def test_committed_stacks_parse(stack: str) -> None:
+    cfg = plan.load_stack(stack)
+    assert cfg.stack == stack
+    assert cfg.region in config.EU_REGIONS[cfg.cloud]
+    assert set(config.REQUIRED_TAGS) <= set(cfg.tags)
+    assert cfg.cluster.gpu_pool.spot and cfg.cluster.gpu_pool.min_nodes == 0
+
+
+def test_committed_stacks_cover_three_clouds_and_all_environments() -> None:
+    cfgs = [plan.load_stack(s) for s in plan.committed_stacks()]
+    assert {c.cloud for c in cfgs} == {"aws", "gcp", "azure"}
+    assert {c.environment for c in cfgs if c.cloud == "aws"} == {"dev", "staging", "prod"}
+
+
+def test_string_values_as_pulumi_passes_them_parse_like_structured_ones() -> None:
+    structured = parse(raw())
+    as_strings = parse(config.project_keys(plan.stack_config("dev")))
+    assert structured == as_strings
+
+
+def test_parsed_config_is_frozen() -> None:
+    cfg = parse(raw())
+    with pytest.raises(AttributeError):
+        cfg.region = "us-east-1"  # type: ignore[misc]
+
+
+def test_region_defaults_to_spain_per_cloud() -> None:
+    for stack, expected in (
+        ("dev", "eu-south-2"),
+        ("gcp-dev", "europe-southwest1"),
+        ("azure-dev", "spaincentral"),
+    ):
+        values = raw(stack)
+        del values["region"]
+        assert parse(values, stack).region == expected
+
+
+def mutate(path: str, value: Any, stack: str = "dev") -> dict[str, Any]:
+    values = copy.deepcopy(raw(stack))
+    *parents, leaf = path.split(".")
+    node = values
+    for p in parents:
+        node = node[p]
+    if value is DELETE:
+        del node[leaf]
+    else:
+        node[leaf] = value
+    return values
+
+
+DELETE = object()
+
+# (description, stack, key path, new value, key named in the error, words the message must contain)
+BAD_INPUTS = [
+    ("non-EU AWS region", "dev", "region", "us-east-1", "region", "eu-south-2"),
+    ("UK is not EU", "dev", "region", "eu-west-2", "region", "not an EU region"),
+    ("Zurich is not EU", "gcp-dev", "region", "europe-west6", "region", "europe-southwest1"),
+    ("non-EU Azure region", "azure-dev", "region", "eastus", "region", "spaincentral"),
+    ("unknown top-level key", "dev", "regoin", "eu-south-2", "regoin", "unknown key"),
+    ("unknown nested key", "dev", "cluster.gpuPool.maxNodes", 3, "cluster.gpuPool.maxNodes", "unknown key"),
+    ("unknown cloud", "dev", "cloud", "oci", "cloud", "aws, gcp, azure"),
+    ("unknown environment", "dev", "environment", "qa", "environment", "dev, staging, prod"),
+    ("min > max", "dev", "cluster.systemPool.min", 5, "cluster.systemPool.min", "<= cluster.systemPool.max"),
+    ("replicas min > max", "dev", "serving.minReplicas", 9, "serving.minReplicas", "<= serving.maxReplicas"),
+    (
+        "GPU cap above budget",
+        "dev",
+        "cluster.gpuPool.max",
+        20,
+        "cluster.gpuPool.max",
+        "exceeds budget.monthlyAmount",
+    ),
+    ("GPU pool not from zero", "dev", "cluster.gpuPool.min", 1, "cluster.gpuPool.min", "min: 0"),
+    ("GPU pool on demand", "dev", "cluster.gpuPool.spot", False, "cluster.gpuPool.spot", "spot: true"),
+    ("missing owner tag", "dev", "tags.owner", DELETE, "tags.owner", "required tags"),
+    ("missing cost-centre tag", "dev", "tags.cost-centre", DELETE, "tags.cost-centre", "required tags"),
+    (
+        "missing data-classification",
+        "dev",
+        "tags.data-classification",
+        DELETE,
+        "tags.data-classification",
+        "required",
+    ),
+    (
+        "tag environment mismatch",
+        "dev",
+        "tags.environment",
+        "prod",
+        "tags.environment",
+        "must equal environment",
+    ),
+    (
+        "bad classification",
+        "dev",
+        "tags.data-classification",
+        "secret",
+        "tags.data-classification",
+        "restricted",
+    ),
+    ("open API in prod", "prod", "network.apiAllowedCidrs", ["0.0.0.0/0"], "network.apiAllowedCidrs", "prod"),
+    ("not a CIDR", "dev", "network.cidr", "10.0.0.0/33", "network.cidr", "CIDR"),
+    ("network too small", "dev", "network.cidr", "10.0.0.0/24", "network.cidr", "/16 to /19"),
+    ("tag image in prod", "prod", "serving.image", "0.1.0-abc1234", "serving.image", "digest"),
+    ("scale to zero in staging", "staging", "serving.scaleToZero", True, "serving.scaleToZero", "only dev"),
+    ("one replica in prod", "prod", "serving.minReplicas", 1, "serving.minReplicas", ">= 2"),
+    (
+        "spot serving in prod",
+        "prod",
+        "cluster.servingPool.spot",
+        True,
+        "cluster.servingPool.spot",
+        "on-demand",
+    ),
+    ("GPU serving in prod", "prod", "serving.gpu", True, "serving.gpu", "GPU pool is spot"),
+    ("rotation above 90 days", "dev", "keyRotationDays", 365, "keyRotationDays", "<= 90"),
+    ("audit retention below a year", "dev", "auditRetentionDays", 90, "auditRetentionDays", ">= 365"),
+    ("AWS budget in EUR", "dev", "budget.currency", "EUR", "budget.currency", "USD"),
+    ("missing budget", "dev", "budget", DELETE, "budget", "required"),
+    ("GCP without project", "gcp-dev", "gcpProject", DELETE, "gcpProject", "required"),
+    ("bad billing account", "gcp-dev", "gcpBillingAccount", "billing", "gcpBillingAccount", "XXXXXX"),
+    ("bad org", "dev", "org", "Acme Corp", "org", "lowercase"),
+    ("string where number", "dev", "cluster.gpuPool.max", "many", "cluster.gpuPool.max", "integer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "path", "value", "key", "words"), [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS]
+)
+def test_bad_input_names_key_value_and_what_is_allowed(
+    stack: str, path: str, value: Any, key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse(mutate(path, value, stack), stack)
+    assert err.value.key == key
+    message = str(err.value)
+    assert message.startswith(f"{key}: ")
+    assert words in message
+    if value is not DELETE and not isinstance(value, list):
+        assert repr(value) in message or str(value) in message
+
+
+def test_gpu_budget_message_says_how_far_to_lower() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse(mutate("cluster.gpuPool.max", 20))
+    # 2000 USD / (0.6 USD/h * 730 h) = 4.5 -> at most 4 nodes.
+    assert "lower it to <= 4" in str(err.value)
+
+
+def test_open_api_is_allowed_in_dev_only() -> None:
+    assert parse(mutate("network.apiAllowedCidrs", ["0.0.0.0/0"])).network.api_allowed_cidrs == ("0.0.0.0/0",)
+
+
+def test_zero_is_kept_not_replaced_by_a_default() -> None:
+    values = mutate("serving.minReplicas", 0)
+    values["serving"]["scaleToZero"] = True
+    assert parse(values).serving.min_replicas == 0
+
+
+def test_load_reads_the_running_stack_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`load()` is what `pulumi up` uses: config from the runtime (PULUMI_CONFIG), stack from settings."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(plan.stack_config("gcp-dev")))
+    monkeypatch.setattr(pulumi, "get_stack", lambda: "gcp-dev")
+    monkeypatch.setattr(pulumi, "get_project", lambda: "eu-ml-platform")
+    token = runtime_config.CONFIG.set({})
+    try:
+        cfg = config.load()
+    finally:
+        runtime_config.CONFIG.reset(token)
+    assert (cfg.cloud, cfg.stack, cfg.gcp_project) == ("gcp", "gcp-dev", "acme-ml-platform-dev")
+
+
+def test_tags_cannot_be_changed_after_parsing() -> None:
+    cfg = parse(raw())
+    with pytest.raises(TypeError):
+        cfg.tags["owner"] = "someone-else"  # type: ignore[index]

@@ -1,0 +1,168 @@
+"""GCP stack: CMEK everywhere with the one key, enforced public-access prevention, Workload Identity
+bindings on single buckets, private GKE with a spot GPU pool from zero, audit config and budget."""
+
+from __future__ import annotations
+
+import pytest
+from infra_fixtures import Plan
+
+from infra import plan as planner
+from infra.gcp import roles
+from infra.naming import global_name
+from infra.shape import BUCKETS, GPU_TAINT_KEY, POOL_LABEL, SERVICE_ACCOUNTS
+
+
+@pytest.fixture(scope="module")
+def gcp(plans: dict[str, Plan]) -> Plan:
+    return plans["gcp-dev"]
+
+
+CFG = planner.load_stack("gcp-dev")
+KEY_NAME = f"projects/{CFG.gcp_project}/locations/{CFG.region}/keyRings/{CFG.name}/cryptoKeys/data"
+
+
+def test_key_ring_and_key_live_in_the_buckets_region(gcp: Plan) -> None:
+    ring = gcp.one("gcp:kms/keyRing:KeyRing")
+    assert (ring["inputs"]["location"], ring["inputs"]["name"]) == (CFG.region, CFG.name)
+    key = gcp.one("gcp:kms/cryptoKey:CryptoKey")
+    assert key["inputs"]["rotationPeriod"] == f"{90 * 86400}s"
+    assert ring["urn"] in key["dependencies"]
+    grants = {r["inputs"]["member"] for r in gcp.of_type("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")}
+    assert (
+        f"serviceAccount:service-{planner.MOCK_GCP_PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com"
+        in grants
+    )
+    assert {r["inputs"]["role"] for r in gcp.of_type("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")} == {
+        roles.KEY_ROLE
+    }
+
+
+def test_every_bucket_is_cmek_private_versioned_logged_in_region(gcp: Plan) -> None:
+    buckets = gcp.of_type("gcp:storage/bucket:Bucket")
+    assert sorted(b["inputs"]["name"] for b in buckets) == sorted(global_name(CFG, x) for x in BUCKETS)
+    for b in buckets:
+        i = b["inputs"]
+        purpose = i["name"].rsplit("-", 1)[1]
+        assert i["location"] == CFG.region.upper()
+        assert i["encryption"] == {"defaultKmsKeyName": KEY_NAME}
+        assert i["publicAccessPrevention"] == "enforced"
+        assert i["uniformBucketLevelAccess"] is True
+        assert i["versioning"] == {"enabled": True}
+        actions = [(r["action"]["type"], r["condition"]) for r in i["lifecycleRules"]]
+        assert ("AbortIncompleteMultipartUpload", {"age": 7.0}) in actions
+        assert any(t == "Delete" and "daysSinceNoncurrentTime" in c for t, c in actions)
+        if purpose == "checkpoints":
+            assert ("Delete", {"age": float(CFG.checkpoint_expiry_days), "withState": "LIVE"}) in actions
+        if purpose != "logs":
+            assert i["logging"]["logBucket"] == global_name(CFG, "logs")
+        # The key grant to the storage agent exists before any bucket uses the key.
+        grant = gcp.one("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember", "-storage-agent")
+        assert grant["urn"] in b["dependencies"]
+
+
+def test_identities_bind_one_kubernetes_sa_and_single_buckets(gcp: Plan) -> None:
+    members = {r["inputs"]["member"] for r in gcp.of_type("gcp:serviceaccount/iAMMember:IAMMember")}
+    assert members == {
+        roles.workload_identity_member(CFG.gcp_project or "", sa) for sa in SERVICE_ACCOUNTS.values()
+    }
+    granted = {
+        (r["inputs"]["member"], r["inputs"]["bucket"], r["inputs"]["role"])
+        for r in gcp.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        if r["inputs"]["member"].startswith("serviceAccount:")
+    }
+    expected = {
+        (
+            f"serviceAccount:{roles.service_account_email(f'{CFG.name}-{i}'[:30], CFG.gcp_project or '')}",
+            global_name(CFG, b.target),
+            b.role,
+        )
+        for i in SERVICE_ACCOUNTS
+        for b in roles.bucket_bindings(i)
+    }
+    assert granted == expected
+    pushers = {
+        (r["inputs"]["repository"], r["inputs"]["role"])
+        for r in gcp.of_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+        if "ci-deployer" in r["inputs"]["member"]
+    }
+    assert pushers == {
+        (f"{CFG.name}-training", roles.REPOSITORY_PUSH_ROLE),
+        (f"{CFG.name}-serving", roles.REPOSITORY_PUSH_ROLE),
+    }
+    # No identity gets project-wide roles (only the node service account does, for logs and metrics).
+    project_members = {r["inputs"]["member"] for r in gcp.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert all("-nodes@" in m for m in project_members)
+    annotations = {
+        r["inputs"]["metadata"]["name"]: r["inputs"]["metadata"]["annotations"]
+        for r in gcp.of_type("kubernetes:core/v1:ServiceAccount")
+    }
+    assert annotations["trainer"] == {
+        "iam.gke.io/gcp-service-account": f"{CFG.name}-trainer@{CFG.gcp_project}.iam.gserviceaccount.com"
+    }
+
+
+def test_registry_is_cmek_and_immutable(gcp: Plan) -> None:
+    repos = gcp.of_type("gcp:artifactregistry/repository:Repository")
+    assert len(repos) == 2
+    for r in repos:
+        assert r["inputs"]["kmsKeyName"] == KEY_NAME
+        assert r["inputs"]["dockerConfig"] == {"immutableTags": True}
+        assert r["inputs"]["location"] == CFG.region
+
+
+def test_cluster_private_encrypted_restricted_with_network_policy(gcp: Plan) -> None:
+    c = gcp.one("gcp:container/cluster:Cluster")["inputs"]
+    assert c["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert [b["cidrBlock"] for b in c["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == list(
+        CFG.network.api_allowed_cidrs
+    )
+    assert c["databaseEncryption"] == {"state": "ENCRYPTED", "keyName": KEY_NAME}
+    assert c["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert c["workloadIdentityConfig"] == {"workloadPool": f"{CFG.gcp_project}.svc.id.goog"}
+    assert "APISERVER" in c["loggingConfig"]["enableComponents"]
+    assert c["removeDefaultNodePool"] is True
+
+
+def test_spot_gpu_pool_from_zero_with_driver_and_taint(gcp: Plan) -> None:
+    pool = gcp.one("gcp:container/nodePool:NodePool", "-gpu")["inputs"]
+    assert pool["autoscaling"]["totalMinNodeCount"] == 0.0
+    assert pool["autoscaling"]["totalMaxNodeCount"] == CFG.cluster.gpu_pool.max_nodes
+    nc = pool["nodeConfig"]
+    assert nc["spot"] is True
+    assert nc["guestAccelerators"] == [
+        {
+            "type": CFG.cluster.gpu_pool.gpu_type,
+            "count": 1.0,
+            "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+        }
+    ]
+    assert nc["taints"] == [{"key": GPU_TAINT_KEY, "value": "present", "effect": "NO_SCHEDULE"}]
+    assert nc["labels"] == {POOL_LABEL: "gpu"}
+    for p in gcp.of_type("gcp:container/nodePool:NodePool"):
+        assert p["inputs"]["nodeConfig"]["bootDiskKmsKey"] == KEY_NAME
+    assert gcp.one("gcp:container/nodePool:NodePool", "-system")["inputs"]["nodeConfig"]["spot"] is False
+    # GKE brings its own device plugin: not installed twice.
+    assert not [
+        r
+        for r in gcp.of_type("kubernetes:helm.sh/v3:Release")
+        if r["inputs"]["chart"] == "nvidia-device-plugin"
+    ]
+
+
+def test_audit_logs_kept_a_year_and_budget(gcp: Plan) -> None:
+    audit = gcp.one("gcp:projects/iAMAuditConfig:IAMAuditConfig")["inputs"]
+    assert audit["service"] == "storage.googleapis.com"
+    assert {c["logType"] for c in audit["auditLogConfigs"]} == {"ADMIN_READ", "DATA_READ", "DATA_WRITE"}
+    bucket = gcp.one("gcp:logging/projectBucketConfig:ProjectBucketConfig")["inputs"]
+    assert bucket["retentionDays"] >= 365 and bucket["location"] == CFG.region
+    assert bucket["cmekSettings"] == {"kmsKeyName": KEY_NAME}
+    budget = gcp.one("gcp:billing/budget:Budget")["inputs"]
+    assert budget["amount"]["specifiedAmount"] == {
+        "currencyCode": "EUR",
+        "units": str(int(CFG.budget.monthly_amount)),
+    }
+    assert budget["budgetFilter"]["projects"] == [f"projects/{planner.MOCK_GCP_PROJECT_NUMBER}"]
+    current = sorted(
+        r["thresholdPercent"] for r in budget["thresholdRules"] if r["spendBasis"] == "CURRENT_SPEND"
+    )
+    assert current == [t / 100 for t in CFG.budget.alert_thresholds]

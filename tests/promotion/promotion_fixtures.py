@@ -1,0 +1,137 @@
+"""Fixture evidence for the promotion tests: a passing candidate, written as the real producers write it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MANIFEST_SHA = "a" * 64
+DIGEST_T = "sha256:" + "1" * 64
+DIGEST_S = "sha256:" + "2" * 64
+
+
+def metrics(accuracy: float = 0.88, tfidf: float = 0.83) -> dict[str, Any]:
+    return {
+        "test": {"accuracy": accuracy, "f1": accuracy - 0.02, "auc": 0.93},
+        "validation": {"accuracy": accuracy + 0.005, "f1": 0.85, "auc": 0.94},
+        "baselines": {
+            "majority": {"accuracy": 0.70, "f1": 0.0, "auc": 0.5},
+            "tfidf_logreg": {"accuracy": tfidf, "f1": 0.78, "auc": 0.89},
+        },
+        "beats_tfidf": accuracy > tfidf,
+        "train_samples_per_s": 26.0,
+        "epochs_run": 1,
+        "steps": 94,
+        "history": [{"step": 10, "epoch": 0, "loss": 0.6, "lr": 5e-5}],
+        "dataset_manifest_sha256": MANIFEST_SHA,
+    }
+
+
+def bundle_metadata() -> dict[str, Any]:
+    return {
+        "format_version": 1,
+        "model_name": "all-MiniLM-L6-v2",
+        "max_length": 64,
+        "opset": 18,
+        "dataset_manifest_sha256": MANIFEST_SHA,
+        "git_revision": "0123456789abcdef0123456789abcdef01234567",
+        "metrics": {"accuracy": 0.88},
+        "parity": {"max_abs_diff": 2.1e-6, "n_texts": 64, "labels_identical": True, "atol": 1e-4},
+        "quantization": {
+            "file": "model.int8.onnx",
+            "accuracy_fp32": 0.88,
+            "accuracy_int8": 0.875,
+            "accuracy_delta": -0.005,
+        },
+        "created": "2026-12-02T12:00:00Z",
+    }
+
+
+def loadtest() -> dict[str, Any]:
+    return {
+        "url": "http://127.0.0.1:8000",
+        "model": "sentiment",
+        "results": [
+            {
+                "concurrency": 1,
+                "requests": 100,
+                "rps": 60.0,
+                "p50_ms": 15.0,
+                "p95_ms": 30.0,
+                "p99_ms": 40.0,
+                "errors": 0,
+            },
+            {
+                "concurrency": 8,
+                "requests": 400,
+                "rps": 130.0,
+                "p50_ms": 50.0,
+                "p95_ms": 70.0,
+                "p99_ms": 90.0,
+                "errors": 0,
+            },
+        ],
+    }
+
+
+def policy_report(stack: str = "dev") -> dict[str, Any]:
+    return {
+        "stack": stack,
+        "violations": [
+            {
+                "policy": "tags-required",
+                "urn": "urn:x",
+                "message": "m",
+                "enforcement": "advisory",
+                "severity": "low",
+            }
+        ],
+        "waived": [],
+        "policies": ["tags-required", "eu-region-only"],
+    }
+
+
+def build_record() -> dict[str, Any]:
+    return {
+        "images": {
+            "training": {
+                "name": "ghcr.io/acme/eu-ml-training",
+                "version": "0.1.0-abc1234",
+                "tags": ["0.1.0-abc1234"],
+                "digest": DIGEST_T,
+                "image_id": "sha256:" + "3" * 64,
+                "built_at": "2026-12-02T12:00:00Z",
+                "builder": "docker",
+            },
+            "serving": {
+                "name": "ghcr.io/acme/eu-ml-serving:0.1.0-abc1234-m3",
+                "version": "0.1.0-abc1234-m3",
+                "tags": ["0.1.0-abc1234-m3"],
+                "digest": DIGEST_S,
+                "image_id": "sha256:" + "4" * 64,
+                "built_at": "2026-12-02T12:00:00Z",
+                "builder": "docker",
+                "model_version": "3",
+                "dataset_manifest_sha256": MANIFEST_SHA,
+            },
+        }
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def make_candidate(root: Path, *, accuracy: float = 0.88) -> Path:
+    """A training output folder as `python -m training train --output` leaves it (metadata only)."""
+    write_json(root / "metrics.json", metrics(accuracy))
+    write_json(
+        root / "manifest.json",
+        {"rows": {"train": 3000, "test": 2000}, "label_balance": {"positive": 0.3}, "sha256": MANIFEST_SHA},
+    )
+    write_json(root / "cost.json", {"instance_type": "local-cpu", "hours": 0.05, "usd": 0.0})
+    write_json(root / "export" / "metadata.json", bundle_metadata())
+    return root

@@ -1,0 +1,192 @@
+"""Records: schema, lineage, model card; promote moves the MLflow alias; rollback restores the previous version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from promotion_fixtures import DIGEST_S, DIGEST_T, MANIFEST_SHA, make_candidate, write_json
+
+from promotion import promote as ops
+from promotion.__main__ import main
+from promotion.config import load_config
+from promotion.errors import PromotionError
+from promotion.evidence import load_evidence, sha256
+from promotion.record import validate_record
+from promotion.registry import Registry
+from promotion.store import ModelStore
+
+CFG = load_config()
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
+    # One sqlite database for the module (creating one runs MLflow's migrations, ~5 s);
+    # each test uses its own registered model name.
+    for package in ("sqlalchemy", "alembic", "sqlparse"):
+        pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
+    return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")
+
+
+def _evidence(files: dict[str, Path], candidate: Path | None = None, **extra):
+    return load_evidence(
+        str(candidate or files["candidate"]),
+        loadtest=str(files["loadtest"]),
+        policy_report=str(files["policy_report"]),
+        build_record=str(files["build_record"]),
+        **extra,
+    )
+
+
+def test_record_schema_and_lineage(evidence_files: dict[str, Path], tmp_path: Path) -> None:
+    store = ModelStore(str(tmp_path / "store"), "m-schema")
+    record = ops.evaluate(_evidence(evidence_files), CFG, "dev", store=store, requested_by="alice")
+    validate_record(record)
+    assert record["decision"] == "promote" and record["deployable"] is True
+    lineage = record["lineage"]
+    assert lineage["dataset_manifest_sha256"] == MANIFEST_SHA
+    assert lineage["code_revision"] == "0123456789abcdef0123456789abcdef01234567"
+    assert lineage["training_image"] == f"ghcr.io/acme/eu-ml-training@{DIGEST_T}"
+    assert lineage["serving_image"] == f"ghcr.io/acme/eu-ml-serving@{DIGEST_S}"  # tag dropped, digest kept
+    assert lineage["policy_report_sha256"] == sha256(evidence_files["policy_report"].read_bytes())
+    assert lineage["loadtest_sha256"] == sha256(evidence_files["loadtest"].read_bytes())
+    assert lineage["cost"] == {"instance_type": "local-cpu", "hours": 0.05, "usd": 0.0}
+    assert lineage["metrics"]["test"]["accuracy"] == 0.88 and lineage["requested_by"] == "alice"
+    assert {g["name"] for g in record["gates"]} >= {
+        "beats-baseline", "not-worse-than-champion", "onnx-parity", "latency-slo", "loadtest-errors",
+        "policy-clean", "images-pinned", "approval",
+    }  # fmt: skip
+    assert record["thresholds"]["environment"]["slo_p99_ms"] == CFG.environment("dev").slo_p99_ms
+    assert "intended_use" in record["model_card"] and record["model_card"]["ai_act"]["risk_classification"]
+    broken = dict(record)
+    del broken["lineage"]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_record(broken)
+
+
+def test_rejection_is_recorded_with_reasons(
+    evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
+) -> None:
+    store = ModelStore(str(tmp_path / "store"), "m-reject")
+    slow = json.loads(evidence_files["loadtest"].read_text())
+    slow["results"][0]["errors"] = 3
+    write_json(evidence_files["loadtest"], slow)
+    outcome = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry)
+    assert outcome.record["decision"] == "reject" and outcome.deploy is None
+    assert any(r.startswith("loadtest-errors: 3 failed") for r in outcome.record["reasons"])
+    saved = json.loads(Path(outcome.record_uri).read_text())
+    assert saved == outcome.record and saved["model"]["version"] is None
+    assert "# Model card" in Path(outcome.record_uri).with_suffix(".md").read_text()
+    assert registry.alias_version("m-reject", "dev") is None and store.deployed("dev") == []
+
+
+def test_promote_champion_and_rollback(
+    evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
+) -> None:
+    store = ModelStore(str(tmp_path / "store"), "m-roll")
+    first = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry)
+    assert first.record["model"]["version"] == "1" and registry.alias_version("m-roll", "dev") == "1"
+    assert first.deploy["serving_image"].endswith(DIGEST_S)
+    assert registry.version_tags("m-roll", "1")["record_id"] == first.record["record_id"]
+
+    better = make_candidate(tmp_path / "run2", accuracy=0.89)
+    second = ops.promote(_evidence(evidence_files, better), CFG, "dev", store=store, registry=registry)
+    champion_gate = next(g for g in second.record["gates"] if g["name"] == "not-worse-than-champion")
+    assert champion_gate["status"] == "pass" and champion_gate["measured"] == pytest.approx(0.01)
+    assert second.record["lineage"]["champion"] == {"version": "1", "record_id": first.record["record_id"]}
+    assert registry.alias_version("m-roll", "dev") == "2"
+
+    # A worse candidate is rejected against the champion (version 2 at 0.89).
+    worse = make_candidate(tmp_path / "run3", accuracy=0.87)
+    third = ops.promote(_evidence(evidence_files, worse), CFG, "dev", store=store, registry=registry)
+    assert third.record["decision"] == "reject" and registry.alias_version("m-roll", "dev") == "2"
+
+    back = ops.rollback("dev", store=store, registry=registry, reason="p99 regression", requested_by="oncall")
+    assert registry.alias_version("m-roll", "dev") == "1"
+    assert back.record["action"] == "rollback" and back.record["model"]["version"] == "1"
+    assert back.record["lineage"]["rolled_back_from"] == {
+        "version": "2",
+        "record_id": second.record["record_id"],
+    }
+    assert (
+        back.deploy["model_version"] == "1" and back.deploy["serving_image"] == first.deploy["serving_image"]
+    )
+    validate_record(back.record)
+    assert [d.version for d in store.deployed("dev")] == ["1"]
+    with pytest.raises(PromotionError, match="nothing to roll back to"):
+        ops.rollback("dev", store=store, registry=registry, reason="again")
+
+
+def test_prod_needs_a_distinct_approver(evidence_files: dict[str, Path], tmp_path: Path) -> None:
+    store = ModelStore(str(tmp_path / "store"), "m-prod")
+    write_json(
+        evidence_files["policy_report"],
+        json.loads(evidence_files["policy_report"].read_text()) | {"stack": "prod"},
+    )
+    approval = write_json(
+        tmp_path / "approval.json",
+        {"approver": "bob", "approved_at": "2026-12-02T10:00:00Z", "environment": "prod"},
+    )
+    record = ops.evaluate(_evidence(evidence_files), CFG, "prod", store=store, requested_by="alice")
+    assert record["decision"] == "reject" and any(r.startswith("approval:") for r in record["reasons"])
+    ok = ops.evaluate(
+        _evidence(evidence_files, approval=str(approval)), CFG, "prod", store=store, requested_by="alice"
+    )
+    assert ok["decision"] == "promote" and ok["lineage"]["approver"] == "bob"
+    with pytest.raises(PromotionError, match="not allowed for prod"):
+        ops.evaluate(_evidence(evidence_files), CFG, "prod", store=store, local_run=True)
+
+
+def test_local_run_is_not_deployable(evidence_files: dict[str, Path], tmp_path: Path) -> None:
+    store = ModelStore(str(tmp_path / "store"), "m-local")
+    evidence = load_evidence(
+        str(evidence_files["candidate"]),
+        loadtest=str(evidence_files["loadtest"]),
+        policy_report=str(evidence_files["policy_report"]),
+        build_record=str(tmp_path / "no-build-record.json"),
+    )
+    record = ops.evaluate(evidence, CFG, "dev", store=store, local_run=True)
+    assert record["decision"] == "promote" and record["deployable"] is False
+    assert record["lineage"]["serving_image"] is None
+    assert any(r.startswith("images-pinned not applicable: local run") for r in record["reasons"])
+    strict = ops.evaluate(evidence, CFG, "dev", store=store, local_run=False)
+    assert strict["decision"] == "reject"
+
+
+def test_cli_exit_codes(evidence_files: dict[str, Path], tmp_path: Path, registry: Registry, capsys) -> None:
+    common = ["--store", str(tmp_path / "store"), "--model-name", "m-cli", "--registry-uri", registry.uri]
+    evidence = [
+        "--candidate", str(evidence_files["candidate"]), "--loadtest", str(evidence_files["loadtest"]),
+        "--policy-report", str(evidence_files["policy_report"]), "--build-record", str(evidence_files["build_record"]),
+    ]  # fmt: skip
+    deploy = tmp_path / "deploy.json"
+    assert main(["promote", "--env", "dev", *common, *evidence, "--deploy-out", str(deploy)]) == 0
+    assert json.loads(deploy.read_text())["model_version"] == "1"
+    assert "PASS  beats-baseline" in capsys.readouterr().out
+    assert main(["history", "--env", "dev", *common]) == 0
+    assert "dev serves: 1" in capsys.readouterr().out
+    assert main(["evaluate", "--env", "prod", *common, *evidence]) == 1  # no approval, wrong stack report
+    assert main(["rollback", "--env", "dev", *common, "--reason", "x"]) == 2  # only one version
+    assert main(["evaluate", "--env", "dev", *common, "--candidate", str(tmp_path / "nowhere")]) == 2
+    assert "metrics.json" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_records_in_a_bucket(evidence_files: dict[str, Path], s3_env: str, tmp_path: Path) -> None:
+    """The store can be a bucket (moto's S3 server over HTTP): records land beside the model there."""
+    import boto3
+
+    boto3.client("s3").create_bucket(
+        Bucket="models", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+    )
+    store = ModelStore("s3://models/store", "m-s3")
+    record = ops.evaluate(_evidence(evidence_files), CFG, "dev", store=store)
+    uri = store.write_record(record, "# card\n")
+    assert uri.startswith("s3://models/store/m-s3/records/")
+    assert store.read_record(record["record_id"]) == record
+    store.append_event("dev", {"action": "promote", "version": "1", "record_id": record["record_id"]})
+    assert [d.version for d in store.deployed("dev")] == ["1"]
+    with pytest.raises(PromotionError, match="immutable"):
+        store.write_record(record, "")

@@ -1,0 +1,81 @@
+"""The autoscaling signal from the real server's /metrics: above the HPA target under load, low at idle."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from serving.autoscale import HPA_MODEL, HPA_TARGET_QUEUE_US, Scrape, measure, parse, scrape, signals
+from serving.client import SentimentClient
+
+SAMPLE = """# HELP nv_inference_count Number of inferences performed
+# TYPE nv_inference_count counter
+nv_inference_count{model="classifier",version="1"} 10
+nv_inference_count{model="classifier",version="2"} 30
+nv_inference_exec_count{model="classifier",version="2"} 8
+nv_inference_queue_duration_us{model="classifier",version="2"} 4000
+nv_inference_request_success{model="classifier",version="2"} 40
+nv_cpu_utilization 0.5
+"""
+
+
+def test_parse_sums_versions_and_ignores_other_metrics() -> None:
+    counters = parse(SAMPLE)
+    assert counters[("nv_inference_count", "classifier")] == 40
+    assert ("nv_cpu_utilization", "") not in counters
+
+
+def test_signal_is_the_rate_ratio_and_zero_when_idle() -> None:
+    before = Scrape(time_s=0.0, counters=parse(SAMPLE))
+    after = Scrape(
+        time_s=2.0,
+        counters={
+            ("nv_inference_count", "classifier"): 140,
+            ("nv_inference_exec_count", "classifier"): 18,
+            ("nv_inference_queue_duration_us", "classifier"): 54_000,
+            ("nv_inference_request_success", "classifier"): 140,
+        },
+    )
+    s = signals(before, after)["classifier"]
+    assert s.queue_us_per_request == pytest.approx(50_000 / 100)
+    assert s.avg_batch_size == pytest.approx(100 / 10)
+    assert s.requests_per_s == pytest.approx(50)
+    idle = signals(after, after)["classifier"]
+    assert (idle.queue_us_per_request, idle.avg_batch_size, idle.requests_per_s) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.integration
+def test_signal_rises_above_the_hpa_target_under_load_and_falls_at_idle(server) -> None:
+    idle_before = measure(server.metrics_url, 1.0)
+    assert not idle_before.get(HPA_MODEL) or not idle_before[HPA_MODEL].above_target()
+
+    stop = threading.Event()
+    # 24 clients, each sending 16 texts that all fill max_length: more work than one instance keeps up with.
+    batch = [f"review number {i}: " + "the food was cold and the staff ignored us " * 8 for i in range(16)]
+
+    def load() -> None:
+        with SentimentClient(server.grpc_url, protocol="grpc", timeout_s=60) as client:
+            while not stop.is_set():
+                client.classify(batch)
+
+    threads = [threading.Thread(target=load, daemon=True) for _ in range(24)]
+    for t in threads:
+        t.start()
+    try:
+        before = scrape(server.metrics_url)
+        stop.wait(6.0)
+        busy = signals(before, scrape(server.metrics_url))[HPA_MODEL]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    time.sleep(2.0)  # let the last responses' statistics land before the idle window
+    idle = measure(server.metrics_url, 2.0)[HPA_MODEL]
+    print(f"under load: {busy}\nidle: {idle}")
+    assert busy.requests_per_s > 0
+    assert busy.above_target(), f"queue {busy.queue_us_per_request:.0f} us <= target {HPA_TARGET_QUEUE_US}"
+    assert busy.avg_batch_size > 1  # the dynamic batcher merges the waiting requests
+    assert not idle.above_target() and idle.requests_per_s == 0

@@ -1,0 +1,94 @@
+"""Building the versioned model repository from a real export bundle (no server needed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from serving.bundle import load_bundle
+from serving.errors import BundleError, ConfigError
+from serving.repository import MODELS, BuildOptions, build, pin, read_manifest, versions
+
+
+def config(repo: Path, model: str) -> model_config_pb2.ModelConfig:
+    return text_format.Parse((repo / model / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
+
+
+def test_build_writes_every_model_with_the_bundle_files(tiny_bundle: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    assert build(tiny_bundle, repo) == 1
+    assert (repo / "preprocess/1/tokenizer/tokenizer.json").read_bytes() == (
+        tiny_bundle / "tokenizer/tokenizer.json"
+    ).read_bytes()
+    assert json.loads((repo / "preprocess/1/metadata.json").read_text())["max_length"] == 32
+    assert (repo / "classifier/1/model.onnx").read_bytes() == (tiny_bundle / "model.onnx").read_bytes()
+    assert (repo / "classifier/1/model.py").is_file()  # both engines' files: the switch is config only
+    assert json.loads((repo / "postprocess/1/labels.json").read_text()) == ["negative", "positive"]
+    assert (repo / "sentiment/1").is_dir()
+    for model in MODELS:
+        assert config(repo, model).name == model
+        assert not list((repo / model).glob(".*"))  # no staging leftovers
+    manifest = read_manifest(repo)
+    assert manifest["versions"]["1"]["model_name"] == "tiny-random-bert-seed0"
+    assert manifest["versions"]["1"]["precision"] == "fp32"
+
+
+def test_versions_increase_and_the_previous_one_stays_loadable(tiny_bundle: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    assert build(tiny_bundle, repo, options=BuildOptions(precision="int8")) == 2
+    assert build(tiny_bundle, repo, version=7) == 7
+    assert versions(repo) == [1, 2, 7]
+    with pytest.raises(ConfigError, match="only increase.*--version 8"):
+        build(tiny_bundle, repo, version=7)
+    assert (repo / "classifier/2/model.onnx").read_bytes() == (tiny_bundle / "model.int8.onnx").read_bytes()
+    assert config(repo, "classifier").version_policy.latest.num_versions == 2
+
+
+def test_pin_is_a_rollback_and_a_new_build_releases_it(tiny_bundle: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    build(tiny_bundle, repo)
+    pin(repo, 1)
+    for model in MODELS:
+        assert list(config(repo, model).version_policy.specific.versions) == [1]
+    with pytest.raises(ConfigError, match="available \\[1, 2\\]"):
+        pin(repo, 5)
+    pin(repo, None)
+    assert config(repo, "sentiment").version_policy.latest.num_versions == 2
+    pin(repo, 2)
+    build(tiny_bundle, repo)
+    assert read_manifest(repo)["pinned"] is None
+    assert config(repo, "classifier").version_policy.latest.num_versions == 2
+
+
+def test_switching_backend_rerenders_only_the_classifier_engine(tiny_bundle: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo, options=BuildOptions(backend="onnxruntime"))
+    assert config(repo, "classifier").platform == "onnxruntime_onnx"
+    build(tiny_bundle, repo, options=BuildOptions(backend="python"))
+    assert config(repo, "classifier").backend == "python"
+
+
+def test_incomplete_or_foreign_bundles_are_refused(tiny_bundle: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_bundle, broken)
+    (broken / "labels.json").unlink()
+    with pytest.raises(BundleError, match="missing \\['labels.json'\\]"):
+        load_bundle(broken)
+    shutil.copy2(tiny_bundle / "labels.json", broken / "labels.json")
+    meta = json.loads((broken / "metadata.json").read_text())
+    (broken / "metadata.json").write_text(json.dumps({**meta, "format_version": 99}))
+    with pytest.raises(BundleError, match="format_version 99"):
+        build(broken, tmp_path / "models")
+    no_int8 = tmp_path / "no-int8"
+    shutil.copytree(tiny_bundle, no_int8)
+    (no_int8 / "model.int8.onnx").unlink()
+    with pytest.raises(BundleError, match="no int8 model"):
+        build(no_int8, tmp_path / "models2", options=BuildOptions(precision="int8"))
+    assert not (tmp_path / "models2").exists() or not versions(tmp_path / "models2")

