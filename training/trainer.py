@@ -35,12 +35,15 @@ log = logging.getLogger("training")
 
 
 def _setup_logging(rank: int) -> None:
+    # Libraries (onnxruntime's quantizer, werkzeug, mlflow) log chatty INFO lines on the root logger:
+    # only ours speak at INFO, and only on rank 0.
     logging.basicConfig(
-        level=logging.INFO if rank == 0 else logging.WARNING,
+        level=logging.WARNING,
         format=f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
         force=True,
     )
+    logging.getLogger("training").setLevel(logging.INFO if rank == 0 else logging.WARNING)
 
 
 def _schedule(warmup: int, total: int):  # noqa: ANN202

@@ -33,7 +33,9 @@ def test_every_declared_dependency_is_pinned_in_the_lock() -> None:
     pins = _pins(ROOT / "requirements" / "lock.txt")
     declared = {_requirement_name(s) for group in project["optional-dependencies"].values() for s in group}
     missing = sorted(declared - pins.keys())
-    assert not missing, f"declared in pyproject.toml but not pinned in requirements/lock.txt: {missing} (run make lock)"
+    assert not missing, (
+        f"declared in pyproject.toml but not pinned in requirements/lock.txt: {missing} (run make lock)"
+    )
     assert pins["torch"].startswith("2.13.0"), pins["torch"]
 
 
@@ -53,10 +55,20 @@ def test_second_make_setup_has_nothing_to_do() -> None:
     assert result.returncode == 0, "make setup would rebuild an environment although no lock file changed"
 
 
-HEAVY = ("torch", "transformers", "pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "onnxruntime", "tritonclient")
+HEAVY = (
+    "torch",
+    "transformers",
+    "pulumi_aws",
+    "pulumi_gcp",
+    "pulumi_azure_native",
+    "onnxruntime",
+    "tritonclient",
+)
 
 
-@pytest.mark.parametrize("module", ["training", "serving", "promotion", "policies.analyze", "containers.build"])
+@pytest.mark.parametrize(
+    "module", ["training", "serving", "promotion", "policies.analyze", "containers.build"]
+)
 def test_cli_help_does_not_import_heavy_sdks(module: str) -> None:
     probe = (
         "import runpy, sys\n"
@@ -67,7 +79,9 @@ def test_cli_help_does_not_import_heavy_sdks(module: str) -> None:
         "    assert e.code in (0, None), e.code\n"
         f"print('HEAVY=' + ','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     imported = result.stdout.strip().splitlines()[-1].removeprefix("HEAVY=")
     assert imported == "", f"`python -m {module} --help` imported {imported}"
