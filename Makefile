@@ -10,7 +10,7 @@ CHECKOV_VENV := .venvs/checkov
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: help setup test test-unit lint plan policy bench images demo lock clean
+.PHONY: help setup test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ lock:  ## re-pin requirements/lock.txt from the current .venv (after adding a de
 demo: setup  ## run the whole lifecycle locally (plan, policy, train, export, serve, promote)
 	$(PY) -m demo
 
+demo-fast: setup  ## the same lifecycle with the tiny `smoke` model (what CI runs; the gates reject it)
+	$(PY) -m demo --fast
+
 test: setup  ## set up and run every test (unit + integration)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -60,6 +63,8 @@ lint: setup  ## ruff, mypy (infra, policies), hadolint, checkov over Dockerfiles
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy infra policies
 	$(PY) -m containers.lint
+	$(PY) -m containers.requirements --check
+	$(PY) -m containers.docs --check
 
 plan: setup  ## render every committed stack offline into reports/plan/<stack>.json
 	$(PY) -m infra.plan --out reports/plan
@@ -69,8 +74,13 @@ policy: plan  ## run the policy pack over every plan; compliance report in repor
 
 bench: setup  ## run the benchmarks; JSON in reports/bench/
 	$(PY) -m benchmarks.plan
+	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.train
 	$(PY) -m benchmarks.serve
+	$(PY) -m benchmarks.demo
+
+bench-images: setup  ## image build times and sizes (root + buildah); reports/bench/images.json
+	$(PY) -m benchmarks.images
 
 images: setup  ## build the training and serving images (Docker if an engine runs, else buildah)
 	$(PY) -m containers.build $(IMAGES_ARGS)
