@@ -35,6 +35,7 @@ from pathlib import Path
 
 from containers import buildah
 from containers.errors import ContainerError
+from containers.requirements import lock_pins
 
 # Bumped whenever the recipe below changes in a way the key would not otherwise see.
 RECIPE_VERSION = "4"
@@ -44,12 +45,20 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # ca-certificates for pip over https; libpython for Triton's python backend stub.
 DEBIAN_PACKAGES = ("python3", "python-is-python3", "python3-pip", "libpython3.11", "ca-certificates")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _locked(name: str) -> str:
+    """`name==version` as requirements/lock.txt pins it, without the local label (`+cpu`): the
+    stand-in takes whichever build of that release the host's pip finds, as NVIDIA's base has its own."""
+    return f"{name}=={lock_pins()[name].split('+')[0]}"
+
+
 # What the NVIDIA image provides in its system Python, pinned to what this project runs with.
 PYTHON_PACKAGES = {
-    "training": ("torch==2.13.0",),
-    "serving": ("numpy==1.26.4",),
+    "training": (_locked("torch"),),
+    "serving": (_locked("numpy"),),
 }
-PYTRITON = "nvidia-pytriton==0.7.0"
+PYTRITON = _locked("nvidia-pytriton")
 IMAGE_REPO = "localhost/eu-ml-platform/localbase"
 SITE_PACKAGES = "usr/local/lib/python3.11/dist-packages"
 KINDS = ("training", "serving")
