@@ -7,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 POLICY_VENV := policies/.venv
 CHECKOV_VENV := .venvs/checkov
+NPM_TOOLS := tools/npm
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PIP_FLAGS := --quiet --disable-pip-version-check
 
@@ -18,7 +19,7 @@ help:  ## list the targets
 # --- environments -----------------------------------------------------------
 # Each environment is rebuilt only when its lock file changes (stamp files), so
 # a second `make setup` does nothing and returns in well under 10 s.
-setup: $(VENV)/.installed $(POLICY_VENV)/.installed $(CHECKOV_VENV)/.installed  ## create/refresh the three virtualenvs
+setup: $(VENV)/.installed $(POLICY_VENV)/.installed $(CHECKOV_VENV)/.installed $(NPM_TOOLS)/node_modules/.installed  ## create/refresh the three virtualenvs and the node test tools
 
 $(VENV)/.installed: requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,12 @@ $(POLICY_VENV)/.installed: requirements/policies.lock.txt
 $(CHECKOV_VENV)/.installed: requirements/checkov.lock.txt
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install $(PIP_FLAGS) -r requirements/checkov.lock.txt
+	touch $@
+
+# Node tools the tests start (Azurite, the Azure Storage emulator) or call
+# (Microsoft's SARIF validator), at the exact versions of package-lock.json.
+$(NPM_TOOLS)/node_modules/.installed: $(NPM_TOOLS)/package-lock.json
+	cd $(NPM_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 lock:  ## re-pin requirements/lock.txt from the current .venv (after adding a dependency)
