@@ -5,7 +5,8 @@
 
 Writes `<out>/<stack>.json`:
     {"stack", "cloud", "project", "environment", "region",
-     "resources": [{"urn", "type", "name", "custom", "inputs", "parent", "dependencies", "provider", "protect"}],
+     "resources": [{"urn", "type", "name", "custom", "inputs", "parent", "dependencies", "provider",
+                    "protect", "retainOnDelete", "ignoreChanges", "deleteBeforeReplace", "aliases"}],
      "outputs": {...}}
 `inputs` are exactly what the engine receives from the program (the protobuf Struct a policy pack's
 Analyzer is given, as JSON): camelCase wire names, numbers as floats, values a real preview would not
@@ -130,11 +131,23 @@ def _mocks_module() -> Any:
                     "emailAddress": f"service-{MOCK_GCP_PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com",
                     "id": "gcs-agent",
                 },
+                "gcp:logging/getProjectCmekSettings:getProjectCmekSettings": {
+                    "serviceAccountId": f"service-{MOCK_GCP_PROJECT_NUMBER}@gcp-sa-logging.iam.gserviceaccount.com",
+                    "id": "logging-cmek",
+                },
+                "aws:iam/getRole:getRole": {
+                    "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/"
+                    f"{args.args.get('name', 'role')}",
+                    "name": args.args.get("name", "role"),
+                    "id": args.args.get("name", "role"),
+                },
                 "azure-native:containerservice:listManagedClusterUserCredentials": {
                     "kubeconfigs": [
                         {
                             "name": "clusterUser",
-                            "value": base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode(),
+                            "value": base64.b64encode(
+                                aks_user_kubeconfig(args.args.get("resourceName", "aks")).encode()
+                            ).decode(),
                         }
                     ]
                 },
@@ -150,13 +163,43 @@ def _mocks_module() -> Any:
     return PlanMocks
 
 
+def aks_user_kubeconfig(cluster: str) -> str:
+    """What AKS's listClusterUserCredential returns for an Entra ID cluster (format=exec): device code login."""
+    return f"""apiVersion: v1
+kind: Config
+clusters:
+- name: {cluster}
+  cluster:
+    certificate-authority-data: Q0E=
+    server: https://{cluster}-dns.hcp.spaincentral.azmk8s.io:443
+contexts:
+- name: {cluster}
+  context: {{cluster: {cluster}, user: clusterUser_{cluster}}}
+current-context: {cluster}
+users:
+- name: clusterUser_{cluster}
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: kubelogin
+      args: [get-token, --environment, AzurePublicCloud, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630,
+             --client-id, 80faf920-1908-4b52-b5ef-a8e7bedfc67a, --tenant-id, {MOCK_AZURE_TENANT}, --login, devicecode]
+"""
+
+
 def _computed(typ: str, name: str) -> dict[str, Any]:
     """Outputs a provider computes on create, for the unit tests that resolve them (update mode only)."""
     computed: dict[str, dict[str, Any]] = {
         "aws:eks/cluster:Cluster": {
             "endpoint": f"https://{name}.eks.example",
             "certificateAuthority": {"data": "Q0E="},
+            "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.example/id/{name}"}]}],
         },
+        "gcp:projects/serviceIdentity:ServiceIdentity": {
+            "email": f"service-{MOCK_GCP_PROJECT_NUMBER}@{name}.iam.gserviceaccount.com",
+            "member": f"serviceAccount:service-{MOCK_GCP_PROJECT_NUMBER}@{name}.iam.gserviceaccount.com",
+        },
+        "azure-native:network:PublicIPAddress": {"ipAddress": "203.0.113.7"},
         "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
         "gcp:container/cluster:Cluster": {
             "endpoint": "203.0.113.10",
@@ -167,6 +210,7 @@ def _computed(typ: str, name: str) -> dict[str, Any]:
                 "kubeletidentity": {"objectId": f"{name}-kubelet", "clientId": f"{name}-kubelet"}
             },
             "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
+            "fqdn": f"{name}-dns.hcp.spaincentral.azmk8s.io",
         },
         "azure-native:managedidentity:UserAssignedIdentity": {
             "clientId": f"{name}-client",
@@ -220,11 +264,25 @@ def _recording_monitor(mocks: Any) -> Any:
                         "dependencies": sorted(set(request.dependencies)),
                         "provider": request.provider or None,
                         "protect": bool(request.protect),
+                        **_resource_options(request),
                     }
                 )
             return response
 
     return RecordingMonitor(mocks)
+
+
+def _resource_options(request: Any) -> dict[str, Any]:
+    """The resource options the engine acts on at update and destroy time, as the program sent them."""
+    from google.protobuf import json_format
+
+    return {
+        "retainOnDelete": request.HasField("retainOnDelete") and bool(request.retainOnDelete),
+        "ignoreChanges": list(request.ignoreChanges),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+        # Aliases as specs ({"name", "type", "parentUrn", "stack", "project", ...}) or URNs, as sent.
+        "aliases": [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs),
+    }
 
 
 async def _serialize_outputs(outputs: dict[str, Any]) -> dict[str, Any]:

@@ -11,19 +11,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra import lifecycle
 from infra.config import PlatformConfig
-from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts
+from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts, prometheus_storage
 from infra.k8s.serving import ServingArgs, TritonServing
 from infra.k8s.workloads import CiDeployer, TrainingWorkload
-from infra.shape import (
-    GPU_TAINT_EFFECT,
-    GPU_TAINT_KEY,
-    GPU_TAINT_VALUE,
-    POOL_LABEL,
-    SERVICE_ACCOUNTS,
-    CloudPlatform,
-    image_reference,
-)
+from infra.shape import GPU_TAINT, POOL_LABEL, SERVICE_ACCOUNTS, CloudPlatform, image_reference
 
 
 def build_cloud(cfg: PlatformConfig) -> CloudPlatform:
@@ -34,6 +27,7 @@ def build_cloud(cfg: PlatformConfig) -> CloudPlatform:
 
 
 def build(cfg: PlatformConfig) -> dict[str, Any]:
+    lifecycle.register(prod=cfg.is_prod)
     platform = build_cloud(cfg)
     labels = {"app.kubernetes.io/part-of": "eu-ml-platform", "platform.eu-ml/environment": cfg.environment}
     provider = k8s.Provider(
@@ -44,7 +38,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
     )
     opts = pulumi.ResourceOptions(provider=provider)
     selectors = platform.pool_selectors()
-    charts = [*platform.addons, *monitoring_charts(cfg.audit_retention_days)]
+    charts = [*platform.addons, *monitoring_charts(prometheus_storage(cfg))]
     if platform.needs_device_plugin:
         charts.append(device_plugin(selectors["gpu"]))
     if cfg.serving.scale_to_zero:
@@ -68,6 +62,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
             pod_labels=platform.pod_labels.get("server", {}),
             labels=labels,
             placement=selectors["gpu" if cfg.serving.gpu else "serving"],
+            identity_egress=tuple(platform.identity_egress),
             # The HPA's metric and the ScaledObject's CRD come from the add-ons.
             after=(addons,),
         ),
@@ -89,7 +84,23 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts=opts,
     )
 
-    outputs: dict[str, Any] = {
+    outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
+    for name, value in outputs.items():
+        pulumi.export(name, value)
+    return outputs
+
+
+def stack_outputs(
+    cfg: PlatformConfig,
+    platform: CloudPlatform,
+    serving_endpoint: dict[str, str],
+    serving_image: pulumi.Output[str],
+    training_image: pulumi.Output[str],
+) -> dict[str, Any]:
+    """What job submitters, CI and promotion read after `up` (infra/README.md, "Stack outputs")."""
+    gpu = cfg.cluster.gpu_pool
+    selectors = platform.pool_selectors()
+    return {
         "stack": cfg.stack,
         "cloud": cfg.cloud,
         "environment": cfg.environment,
@@ -108,16 +119,22 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         "trainer_namespace": SERVICE_ACCOUNTS["trainer"].namespace,
         "trainer_service_account": SERVICE_ACCOUNTS["trainer"].name,
         "trainer_pod_labels": dict(platform.pod_labels.get("trainer", {})),
-        "serving_endpoint": serving.endpoint,
+        "serving_endpoint": serving_endpoint,
         "pool_selectors": {pool: sel.to_output() for pool, sel in selectors.items()},
         "gpu_pool": {
             "node_label": {POOL_LABEL: "gpu"},
-            "taint": f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}",
+            # The program's own taint (unchanged since the first release) and every taint the pool's
+            # nodes carry on this cloud (AKS adds its spot taint): a pod must tolerate all of `taints`.
+            "taint": str(GPU_TAINT),
+            "taints": [t.to_output() for t in platform.pool_taints()["gpu"]],
             "gpu_type": gpu.gpu_type,
             "gpus_per_node": gpu.gpus_per_node,
             "max_nodes": gpu.max_nodes,
+            "spot_drain": platform.spot_drain,
         },
+        "cluster_endpoint": platform.cluster_endpoint,
+        "registry": platform.registry,
+        "key_ids": dict(platform.key_ids),
+        "identity_principals": dict(platform.identity_principals),
+        **platform.extra_outputs,
     }
-    for name, value in outputs.items():
-        pulumi.export(name, value)
-    return outputs

@@ -7,7 +7,7 @@ the single place where least privilege is decided.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,27 @@ POOLS: tuple[str, ...] = ("system", "serving", "gpu")
 
 
 @dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint as Kubernetes writes it (`key=value:Effect`)."""
+
+    key: str
+    value: str
+    effect: str
+
+    def toleration(self) -> dict[str, str]:
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+    def to_output(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
+
+
+GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)
+
+
+@dataclass(frozen=True, slots=True)
 class PoolSelector:
     """What a pod needs to land on a pool: its node selector and the tolerations of the pool's taints."""
 
@@ -72,16 +93,11 @@ class PoolSelector:
         return {"nodeSelector": dict(self.node_selector), "tolerations": [dict(t) for t in self.tolerations]}
 
 
-GPU_TOLERATION = {
-    "key": GPU_TAINT_KEY,
-    "operator": "Equal",
-    "value": GPU_TAINT_VALUE,
-    "effect": GPU_TAINT_EFFECT,
-}
+GPU_TOLERATION = GPU_TAINT.toleration()
+# The taints the program declares on each pool (every cloud); a cloud may add its own (CloudPlatform).
+POOL_TAINTS: Mapping[str, tuple[Taint, ...]] = {"system": (), "serving": (), "gpu": (GPU_TAINT,)}
 POOL_SELECTORS: Mapping[str, PoolSelector] = {
-    "system": PoolSelector({POOL_LABEL: "system"}),
-    "serving": PoolSelector({POOL_LABEL: "serving"}),
-    "gpu": PoolSelector({POOL_LABEL: "gpu"}, (GPU_TOLERATION,)),
+    pool: PoolSelector({POOL_LABEL: pool}, tuple(t.toleration() for t in POOL_TAINTS[pool])) for pool in POOLS
 }
 
 
@@ -108,6 +124,14 @@ class CloudPlatform:
     bucket_uris: Mapping[str, pulumi.Input[str]]
     # Image repositories (no tag): `<registry>/<path>/training`.
     image_repositories: Mapping[str, pulumi.Input[str]]
+    # Outputs a user needs after `up` (see infra/README.md, "Stack outputs").
+    cluster_endpoint: pulumi.Input[str] = ""
+    registry: pulumi.Input[str] = ""
+    # Key ids: `environment` everywhere (KMS key ARN, Cloud KMS key name, Key Vault key URI).
+    key_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Identity -> its cloud principal (IAM role ARN, Google service account email, managed identity client id).
+    identity_principals: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    extra_outputs: Mapping[str, Any] = field(default_factory=dict)
     # Annotations (and pod labels) a service account needs so its pods get the cloud identity.
     sa_annotations: Mapping[str, Mapping[str, pulumi.Input[str]]] = field(default_factory=dict)
     pod_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -115,16 +139,24 @@ class CloudPlatform:
     addons: list[HelmChart] = field(default_factory=list)
     # Whether the cloud's GPU nodes lack NVIDIA's device plugin (GKE installs its own).
     needs_device_plugin: bool = True
-    # Taints the cloud adds by itself (AKS taints spot nodes), per pool: pods must tolerate them too.
-    extra_tolerations: Mapping[str, list[Mapping[str, str]]] = field(default_factory=dict)
+    # Taints the cloud adds by itself, per pool (AKS taints spot nodes): pods must tolerate them too.
+    cloud_taints: Mapping[str, tuple[Taint, ...]] = field(default_factory=dict)
+    # How a spot node's pods get SIGTERM before the VM goes (a handler chart, or the cloud's own drain).
+    spot_drain: str = ""
+    # Egress the server's pods need for their cloud identity (NetworkPolicy peers and ports).
+    identity_egress: Sequence[Mapping[str, Any]] = ()
+    # Resources the Kubernetes provider must wait for (a node pool, API access for the deployer).
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+    def pool_taints(self) -> dict[str, tuple[Taint, ...]]:
+        """Every taint a pool's nodes carry: the program's and the cloud's own."""
+        return {pool: (*POOL_TAINTS[pool], *self.cloud_taints.get(pool, ())) for pool in POOLS}
 
     def pool_selectors(self) -> dict[str, PoolSelector]:
         return {
-            pool: PoolSelector(sel.node_selector, (*sel.tolerations, *self.extra_tolerations.get(pool, ())))
-            for pool, sel in POOL_SELECTORS.items()
+            pool: PoolSelector({POOL_LABEL: pool}, tuple(t.toleration() for t in taints))
+            for pool, taints in self.pool_taints().items()
         }
-
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 def image_reference(repository: pulumi.Input[str], image: str) -> pulumi.Output[str]:

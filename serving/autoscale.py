@@ -22,17 +22,18 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
-# Queue time per request (microseconds) above which the HPA adds replicas. See module docstring.
-HPA_TARGET_QUEUE_US = 20_000
-HPA_MODEL = "classifier"
-# The same signal as PromQL, for the Prometheus adapter that feeds the HPA (infra).
+# The target, the model and the rate window are decided once, in infra/k8s/autoscaling.py (pure, no
+# Pulumi), which the infra's Prometheus, adapter rule and HPA use too.
+from infra.k8s.autoscaling import HPA_MODEL, HPA_TARGET_QUEUE_US, WINDOW
+
+# The same signal as PromQL (the adapter's rule is infra.k8s.autoscaling.per_pod_queue_time).
 PROMQL_QUEUE_US_PER_REQUEST = (
-    'sum by (model) (rate(nv_inference_queue_duration_us{model="classifier"}[1m])) / '
-    'sum by (model) (rate(nv_inference_request_success{model="classifier"}[1m]))'
+    f'sum by (model) (rate(nv_inference_queue_duration_us{{model="{HPA_MODEL}"}}[{WINDOW}])) / '
+    f'sum by (model) (rate(nv_inference_request_success{{model="{HPA_MODEL}"}}[{WINDOW}]))'
 )
 PROMQL_AVG_BATCH_SIZE = (
-    'sum by (model) (rate(nv_inference_count{model="classifier"}[1m])) / '
-    'sum by (model) (rate(nv_inference_exec_count{model="classifier"}[1m]))'
+    f'sum by (model) (rate(nv_inference_count{{model="{HPA_MODEL}"}}[{WINDOW}])) / '
+    f'sum by (model) (rate(nv_inference_exec_count{{model="{HPA_MODEL}"}}[{WINDOW}]))'
 )
 COUNTERS = (
     "nv_inference_queue_duration_us",

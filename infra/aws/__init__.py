@@ -14,10 +14,14 @@ from infra.aws.network import Network
 from infra.aws.registry import Registry
 from infra.aws.storage import Buckets
 from infra.config import PlatformConfig
+from infra.k8s.versions import cluster_autoscaler
 from infra.naming import tags
 from infra.shape import DATA_BUCKETS, POOL_SELECTORS, CloudPlatform, HelmChart, ServiceAccountRef
 
 CLUSTER_AUTOSCALER_SA = ServiceAccountRef("kube-system", "cluster-autoscaler")
+# EKS Pod Identity: the agent on every node serves the pod's credentials on this link-local address
+# (docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html); the SDKs then call STS and S3 over HTTPS.
+POD_IDENTITY_AGENT = {"cidr": "169.254.170.23/32", "ports": [("TCP", 80)]}
 
 
 def build(cfg: PlatformConfig) -> CloudPlatform:
@@ -49,7 +53,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         opts=opts,
     )
     bindings = pulumi.ResourceOptions(provider=provider, depends_on=[cluster.pod_identity_agent])
-    Identities(
+    identities = Identities(
         f"{cfg.name}-identities",
         cfg,
         account_id=account_id,
@@ -85,21 +89,32 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         kubeconfig=cluster.kubeconfig,
         bucket_uris=buckets.uris,
         image_repositories=registry.urls,
+        cluster_endpoint=cluster.cluster.endpoint,
+        registry=registry.host,
+        key_ids={"environment": key.arn},
+        identity_principals={identity: r.role.arn for identity, r in identities.roles.items()},
+        extra_outputs={"oidc_issuer": cluster.oidc_issuer},
         addons=addons(cfg, cluster_name),
-        depends_on=[cluster.system_pool],
+        spot_drain="aws-node-termination-handler (spot interruption notice, 2 minutes)",
+        identity_egress=[POD_IDENTITY_AGENT],
+        # The Kubernetes provider needs nodes for its charts and API access for whoever runs `up`.
+        depends_on=[cluster.system_pool, *cluster.access],
     )
 
 
 def addons(cfg: PlatformConfig, cluster_name: str) -> list[HelmChart]:
     system = dict(POOL_SELECTORS["system"].node_selector)
+    # The autoscaler's minor must be the cluster's (infra/k8s/versions.py); the tag pins it explicitly.
+    autoscaler = cluster_autoscaler(cfg.cluster.kubernetes_version)
     return [
         HelmChart(
             name="cluster-autoscaler",
             chart="cluster-autoscaler",
             repo="https://kubernetes.github.io/autoscaler",
-            version="9.43.2",
+            version=autoscaler.chart,
             namespace=CLUSTER_AUTOSCALER_SA.namespace,
             values={
+                "image": {"tag": autoscaler.image_tag},
                 "autoDiscovery": {"clusterName": cluster_name},
                 "awsRegion": cfg.region,
                 "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SA.name}},

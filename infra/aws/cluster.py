@@ -19,13 +19,20 @@ CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "sch
 NODE_POLICIES = ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy"]
 
 
-def gpu_node_template_tags(cfg: PlatformConfig, cluster_name: str) -> dict[str, str]:
-    """Cluster-autoscaler node-template tags: with zero nodes it can only learn the pool's label, taint and
-    GPU count from the Auto Scaling group's tags, so scale-from-zero for `nvidia.com/gpu` needs them."""
+# EKS's managed policy for cluster administrators (access entries), cluster-wide.
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+def gpu_node_template_tags(cfg: PlatformConfig) -> dict[str, str]:
+    """Cluster-autoscaler node-template tags for the GPU group's ASG: with zero nodes the autoscaler learns
+    the pool's label, taint and GPU count from them, so scale-from-zero for `nvidia.com/gpu` works.
+
+    Only keys EKS does not write: EKS tags a managed node group's ASG with
+    `k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster>` itself, and a Pulumi
+    Tag on those keys would take them over (and delete them on destroy or replacement).
+    """
     prefix = "k8s.io/cluster-autoscaler/node-template"
     return {
-        "k8s.io/cluster-autoscaler/enabled": "true",
-        f"k8s.io/cluster-autoscaler/{cluster_name}": "owned",
         f"{prefix}/label/{POOL_LABEL}": "gpu",
         f"{prefix}/taint/{GPU_TAINT_KEY}": f"{GPU_TAINT_VALUE}:NoSchedule",
         f"{prefix}/resources/nvidia.com/gpu": str(cfg.cluster.gpu_pool.gpus_per_node),
@@ -121,6 +128,7 @@ class Cluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:aws:Cluster", name, None, opts)
+        assert cfg.aws is not None  # config.parse requires the aws section on aws stacks
         child = pulumi.ResourceOptions(parent=self)
         cluster_role = aws.iam.Role(
             f"{name}-control-plane",
@@ -144,7 +152,6 @@ class Cluster(pulumi.ComponentResource):
             tags=tags(cfg),
             opts=child,
         )
-        public = bool(cfg.network.api_allowed_cidrs)
         self.cluster = aws.eks.Cluster(
             name,
             name=cluster_name,
@@ -153,15 +160,20 @@ class Cluster(pulumi.ComponentResource):
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=list(subnet_ids),
                 endpoint_private_access=True,
-                endpoint_public_access=public,
-                public_access_cidrs=list(cfg.network.api_allowed_cidrs) if public else None,
+                # config.parse refuses an empty list: the public endpoint answers the listed CIDRs only;
+                # nodes reach the API through the private endpoint.
+                endpoint_public_access=True,
+                public_access_cidrs=list(cfg.network.api_allowed_cidrs),
             ),
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
                 resources=["secrets"], provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key_arn)
             ),
             enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            # Access comes from the access entries below only. Bootstrapping the creator would add a
+            # second entry for the deployer role (EKS allows one per principal: the entry below would fail)
+            # or give admin to whoever happened to run the first `up`.
             access_config=aws.eks.ClusterAccessConfigArgs(
-                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=False
             ),
             deletion_protection=cfg.is_prod,
             tags=tags(cfg),
@@ -175,6 +187,9 @@ class Cluster(pulumi.ComponentResource):
             cluster_name=self.cluster.name,
             addon_name="vpc-cni",
             configuration_values=json.dumps({"enableNetworkPolicy": "true"}),
+            # EKS installs vpc-cni itself on a new cluster, so the add-on's create meets existing fields:
+            # without OVERWRITE the create fails with a conflict on the configuration values.
+            resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=tags(cfg),
             opts=child,
@@ -225,13 +240,37 @@ class Cluster(pulumi.ComponentResource):
         )  # fmt: skip
         # Managed node groups do not copy their tags to the Auto Scaling group, where the autoscaler reads them.
         asg_name = self.gpu_pool.resources.apply(_asg_name)
-        for key, value in gpu_node_template_tags(cfg, cluster_name).items():
+        for key, value in gpu_node_template_tags(cfg).items():
             aws.autoscaling.Tag(
                 f"{name}-gpu-asg-tag-{_slug(key)}",
                 autoscaling_group_name=asg_name,
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                 opts=child,
             )
+
+        # Who may use the Kubernetes API: the people's admin role and the role CI deploys with.
+        self.access: list[pulumi.Resource] = []
+        for who, role in (("admin", cfg.aws.admin_role), ("deployer", cfg.aws.deployer_role)):
+            principal = documents.role_arn(account_id, role)
+            entry = aws.eks.AccessEntry(
+                f"{name}-access-{who}",
+                cluster_name=self.cluster.name,
+                principal_arn=principal,
+                type="STANDARD",
+                tags=tags(cfg),
+                opts=child,
+            )
+            self.access.append(
+                aws.eks.AccessPolicyAssociation(
+                    f"{name}-access-{who}-admin",
+                    cluster_name=self.cluster.name,
+                    principal_arn=principal,
+                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+                )
+            )
+        self.oidc_issuer = self.cluster.identities.apply(_oidc_issuer)
 
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(
@@ -247,6 +286,13 @@ class Cluster(pulumi.ComponentResource):
             )
         )
         self.register_outputs({"name": self.cluster.name})
+
+
+def _oidc_issuer(identities: Sequence[aws.eks.outputs.ClusterIdentity] | None) -> str:
+    oidcs = identities[0].oidcs if identities else None
+    if not oidcs or not oidcs[0].issuer:
+        raise ValueError("EKS reported no OIDC issuer for the cluster")
+    return str(oidcs[0].issuer)
 
 
 def _asg_name(resources: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str:

@@ -14,6 +14,9 @@ from infra.shape import BUCKET_ACCESS, Access
 
 Document = dict[str, Any]
 VERSION = "2012-10-17"
+# Auto Scaling launches the EKS node groups' instances under this service-linked role.
+AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
 
 # IAM actions that take no resource ARN (Service Authorization Reference: "Resource types: (none)").
 ACTIONS_WITHOUT_RESOURCE_TYPES = frozenset(
@@ -199,6 +202,15 @@ def log_bucket_policy(
     )
 
 
+def role_arn(account_id: str, role: str) -> str:
+    """`name` or `path/name` in the account -> the role's ARN (EKS access entries accept paths)."""
+    return f"arn:aws:iam::{account_id}:role/{role}"
+
+
+def autoscaling_role_arn(account_id: str) -> str:
+    return f"arn:aws:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_ROLE_NAME}"
+
+
 def key_policy(account_id: str, region: str, trail_arn: str) -> Document:
     """The environment key's policy. In a key policy `"Resource": "*"` means "this key" (AWS requires it).
 
@@ -207,7 +219,7 @@ def key_policy(account_id: str, region: str, trail_arn: str) -> Document:
     scoped to this account.
     """
     root = f"arn:aws:iam::{account_id}:root"
-    autoscaling_role = f"arn:aws:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    autoscaling_role = autoscaling_role_arn(account_id)
     return policy(
         [
             {

@@ -1,4 +1,5 @@
-"""The environment's customer-managed KMS key (rotated yearly by AWS, or on the configured period)."""
+"""The environment's customer-managed KMS key (rotated on the configured period), and the Auto Scaling
+service-linked role its policy names."""
 
 from __future__ import annotations
 
@@ -22,17 +23,34 @@ class EnvironmentKey(pulumi.ComponentResource):
         self, name: str, cfg: PlatformConfig, account_id: str, trail_arn: str, opts: pulumi.ResourceOptions
     ) -> None:
         super().__init__("eu-ml-platform:aws:EnvironmentKey", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, protect=cfg.is_prod)
+        assert cfg.aws is not None  # config.parse requires the aws section on aws stacks
+        # The key policy lets Auto Scaling's service-linked role encrypt node volumes, and KMS refuses a
+        # policy naming a principal that does not exist (MalformedPolicyDocumentException). A fresh
+        # account has no such role until its first Auto Scaling group: declare it, and create the key
+        # after it. The role is account-wide, so destroying this stack leaves it (retain_on_delete).
+        after: list[pulumi.Resource] = []
+        if cfg.aws.auto_scaling_service_linked_role == "create":
+            after.append(
+                aws.iam.ServiceLinkedRole(
+                    f"{name}-autoscaling-role",
+                    aws_service_name=documents.AUTOSCALING_SERVICE,
+                    tags=tags(cfg),
+                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                )
+            )
+        else:
+            # Fails the preview with "role not found" before any resource, instead of the key later.
+            aws.iam.get_role(name=documents.AUTOSCALING_ROLE_NAME, opts=pulumi.InvokeOptions(parent=self))
         self.key = aws.kms.Key(
             f"{name}-key",
             description=f"{cfg.name}: data, images, Kubernetes secrets and audit logs",
             enable_key_rotation=True,
-            # AWS accepts 90..2560 days; the config caps it at 90 for every cloud.
+            # AWS accepts 90..2560 days (config.limits, botocore); the config caps it at 90 for every cloud.
             rotation_period_in_days=cfg.key_rotation_days,
             deletion_window_in_days=30 if cfg.is_prod else 7,
             policy=json.dumps(documents.key_policy(account_id, cfg.region, trail_arn)),
             tags=tags(cfg),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod, depends_on=after),
         )
         self.alias = aws.kms.Alias(
             f"{name}-alias",

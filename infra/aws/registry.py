@@ -31,10 +31,8 @@ class Registry(pulumi.ComponentResource):
             for image, repo in self.repository_names.items()
         }
         # Known at preview: `<account>.dkr.ecr.<region>.amazonaws.com/<name>`, what ECR returns after create.
-        self.urls = {
-            image: f"{account_id}.dkr.ecr.{cfg.region}.amazonaws.com/{repo}"
-            for image, repo in self.repository_names.items()
-        }
+        self.host = f"{account_id}.dkr.ecr.{cfg.region}.amazonaws.com"
+        self.urls = {image: f"{self.host}/{repo}" for image, repo in self.repository_names.items()}
         self.repositories = {}
         for image, repo in self.repository_names.items():
             repository = aws.ecr.Repository(

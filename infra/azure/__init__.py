@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime
 
 import pulumi
 import pulumi_azure_native as azure
@@ -16,7 +16,7 @@ from infra.azure.registry import Registry
 from infra.azure.storage import Storage
 from infra.config import PlatformConfig
 from infra.naming import tags
-from infra.shape import CloudPlatform
+from infra.shape import CloudPlatform, Taint
 
 
 def build(cfg: PlatformConfig) -> CloudPlatform:
@@ -50,6 +50,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         cfg,
         resource_group=resource_group,
         subscription=subscription,
+        deployer_object_id=client.object_id,
         key=key,
         registry_id=registry.registry.id,
         opts=in_rg,
@@ -75,6 +76,8 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         subscription=subscription,
         workspace_id=workspace.workspace.id,
         log_account_id=account_ids["logs"],
+        # The budget starts in the month the stack is created (later runs keep it: ignore_changes).
+        today=datetime.datetime.now(datetime.UTC).date(),
         targets={
             "aks": ("aks", cluster.cluster.id),
             "data-blob": ("blob", f"{account_ids['data']}/blobServices/default"),
@@ -84,8 +87,8 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         },
         opts=pulumi.ResourceOptions(provider=provider, depends_on=[rg, *storage.accounts.values()]),
     )
-    spot_pools: dict[str, list[Mapping[str, str]]] = {
-        pool: [SPOT_TAINT]
+    spot_pools: dict[str, tuple[Taint, ...]] = {
+        pool: (SPOT_TAINT,)
         for pool, spec in (("serving", cfg.cluster.serving_pool), ("gpu", cfg.cluster.gpu_pool))
         if spec.spot
     }
@@ -95,12 +98,19 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         kubeconfig=cluster.kubeconfig,
         bucket_uris=storage.uris,
         image_repositories=registry.urls,
+        cluster_endpoint=cluster.endpoint,
+        registry=registry.host,
+        key_ids={"environment": key.key.key_uri, "kubernetes_secrets": key.secrets_key.key_uri},
+        identity_principals=dict(identities.client_ids),
         sa_annotations={
             identity: {"azure.workload.identity/client-id": client_id}
             for identity, client_id in identities.client_ids.items()
         },
         # The workload identity webhook only injects tokens into pods with this label.
         pod_labels={identity: {"azure.workload.identity/use": "true"} for identity in identities.client_ids},
-        extra_tolerations=spot_pools,
-        depends_on=[cluster.cluster],
+        cloud_taints=spot_pools,
+        # AKS node auto-drain cordons and drains a spot node on its Preempt scheduled event (>= 30 s
+        # notice); no handler to install (learn.microsoft.com/azure/aks/node-auto-drain).
+        spot_drain="AKS node auto-drain (Preempt scheduled event, 30 s notice)",
+        depends_on=[cluster.cluster, cluster.deployer_access],
     )

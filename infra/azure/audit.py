@@ -3,6 +3,7 @@ registry, and the resource group's consumption budget."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 
 import pulumi
@@ -11,8 +12,18 @@ import pulumi_azure_native as azure
 from infra.config import PlatformConfig
 from infra.naming import tags
 
-# Azure budgets start on the first day of a month and cannot move later once created.
-BUDGET_START = "2026-12-01T00:00:00Z"
+# The subscription's Activity Log (who changed what, in the control plane) to the same workspace.
+ACTIVITY_LOG_CATEGORIES = (
+    *("Administrative", "Security", "ServiceHealth", "Alert"),
+    *("Recommendation", "Policy", "Autoscale", "ResourceHealth"),
+)
+
+
+def budget_start(today: datetime.date) -> str:
+    """Azure budgets start on the first day of a month, not in the past month (Consumption Budgets API)."""
+    return f"{today.replace(day=1).isoformat()}T00:00:00Z"
+
+
 # Log categories per resource kind (Azure Monitor resource log categories).
 CATEGORIES: Mapping[str, Sequence[str]] = {
     "aks": ("kube-audit", "kube-audit-admin", "guard"),
@@ -53,6 +64,7 @@ class Audit(pulumi.ComponentResource):
         workspace_id: pulumi.Input[str],
         log_account_id: pulumi.Input[str],
         targets: Mapping[str, tuple[str, pulumi.Input[str]]],
+        today: datetime.date,
         opts: pulumi.ResourceOptions,
     ) -> None:
         """`targets`: setting name -> (CATEGORIES key, resource id)."""
@@ -72,6 +84,17 @@ class Audit(pulumi.ComponentResource):
                 ],
                 opts=child,
             )
+        # At most five diagnostic settings per subscription: one per stack sharing it.
+        azure.monitor.SubscriptionDiagnosticSetting(
+            f"{name}-activity-log",
+            name=f"{cfg.name}-activity-log",
+            workspace_id=workspace_id,
+            logs=[
+                azure.monitor.SubscriptionLogSettingsArgs(category=c, enabled=True)
+                for c in ACTIVITY_LOG_CATEGORIES
+            ],
+            opts=child,
+        )
         notifications = {
             f"actual-{t}": azure.consumption.NotificationArgs(
                 enabled=True,
@@ -96,8 +119,9 @@ class Audit(pulumi.ComponentResource):
             amount=cfg.budget.monthly_amount,
             category="Cost",
             time_grain="Monthly",
-            time_period=azure.consumption.BudgetTimePeriodArgs(start_date=BUDGET_START),
+            time_period=azure.consumption.BudgetTimePeriodArgs(start_date=budget_start(today)),
             notifications=notifications,
-            opts=child,
+            # A later `up` in another month must not move the start (Azure refuses a change to it).
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["timePeriod.startDate"]),
         )
         self.register_outputs({})

@@ -12,20 +12,16 @@ import pulumi
 import pulumi_azure_native as azure
 
 from infra.azure import roles
-from infra.azure.keys import EnvironmentKey
-from infra.config import PlatformConfig, PoolConfig
+from infra.azure.keys import DATA_KEY, SECRETS_KEY, EnvironmentKey
+from infra.config import AzureConfig, PlatformConfig, PoolConfig
+from infra.k8s.kubeconfig import aks_kubeconfig
 from infra.naming import tags
-from infra.network import subnet_cidrs
-from infra.shape import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
+from infra.network import AKS_DNS_SERVICE_IP, AKS_POD_CIDR, AKS_SERVICE_CIDR, subnet_cidrs
+from infra.shape import GPU_TAINT, POOL_LABEL, Taint
 
-# AKS adds this taint to every spot node; pods for spot pools must tolerate it.
-SPOT_TAINT = {
-    "key": "kubernetes.azure.com/scalesetpriority",
-    "operator": "Equal",
-    "value": "spot",
-    "effect": "NoSchedule",
-}
-POD_CIDR, SERVICE_CIDR, DNS_SERVICE_IP = "192.168.0.0/16", "172.17.0.0/16", "172.17.0.10"
+# AKS adds this taint to every spot node by itself (it cannot be removed); pods for spot pools must
+# tolerate it (learn.microsoft.com/azure/aks/spot-node-pool).
+SPOT_TAINT = Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
 
 
 def _pool_args(
@@ -47,7 +43,7 @@ def _pool_args(
         enable_node_public_ip=False,
         enable_encryption_at_host=False,
         node_labels={POOL_LABEL: pool},
-        node_taints=[f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}"] if gpu else None,
+        node_taints=[str(GPU_TAINT)] if gpu else None,
         tags=tags(cfg, pool=pool),
     )
     if spec.spot:
@@ -57,6 +53,12 @@ def _pool_args(
     if gpu:
         args.update(gpu_profile=azure.containerservice.GPUProfileArgs(driver="Install"))
     return args
+
+
+def _host_cidr(ip: str | None) -> str:
+    if not ip:
+        raise ValueError("the NAT gateway's public IP has no address")
+    return f"{ip}/32"
 
 
 def _kubelet_object_id(profile: Mapping[str, Any] | None) -> str:
@@ -90,11 +92,13 @@ class Cluster(pulumi.ComponentResource):
         *,
         resource_group: str,
         subscription: str,
+        deployer_object_id: str,
         key: EnvironmentKey,
         registry_id: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:azure:Cluster", name, None, opts)
+        azure_cfg = cfg.azure or AzureConfig()
         child = pulumi.ResourceOptions(parent=self)
         nat_ip = azure.network.PublicIPAddress(
             f"{name}-nat-ip",
@@ -150,8 +154,8 @@ class Cluster(pulumi.ComponentResource):
                 principal_id=control_plane.principal_id,
                 principal_type="ServicePrincipal",
                 role_definition_id=roles.role_definition_id(subscription, roles.KEY_VAULT_CRYPTO_USER),
-                scope=pulumi.Output.concat(key.vault.id, "/keys/data"),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[key.key]),
+                scope=pulumi.Output.concat(key.vault.id, f"/keys/{SECRETS_KEY}"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[key.secrets_key]),
             ),
             azure.authorization.RoleAssignment(
                 f"{name}-control-plane-subnet",
@@ -186,7 +190,7 @@ class Cluster(pulumi.ComponentResource):
                 role_definition_id=roles.role_definition_id(
                     subscription, roles.KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER
                 ),
-                scope=pulumi.Output.concat(key.vault.id, "/keys/data"),
+                scope=pulumi.Output.concat(key.vault.id, f"/keys/{DATA_KEY}"),
                 opts=child,
             )
         )
@@ -216,15 +220,24 @@ class Cluster(pulumi.ComponentResource):
                 network_dataplane="cilium",
                 network_policy="cilium",
                 outbound_type="userAssignedNATGateway",
-                pod_cidr=POD_CIDR,
-                service_cidr=SERVICE_CIDR,
-                dns_service_ip=DNS_SERVICE_IP,
+                pod_cidr=AKS_POD_CIDR,
+                service_cidr=AKS_SERVICE_CIDR,
+                dns_service_ip=AKS_DNS_SERVICE_IP,
             ),
+            # The configured ranges and the NAT gateway's address: nodes reach the public API server
+            # through the NAT, so without it they cannot register (AKS adds outbound IPs by itself only
+            # for load-balancer outbound).
             api_server_access_profile=azure.containerservice.ManagedClusterAPIServerAccessProfileArgs(
-                authorized_ip_ranges=list(cfg.network.api_allowed_cidrs), enable_private_cluster=False
+                authorized_ip_ranges=[
+                    *cfg.network.api_allowed_cidrs,
+                    nat_ip.ip_address.apply(_host_cidr),
+                ],
+                enable_private_cluster=False,
             ),
             aad_profile=azure.containerservice.ManagedClusterAADProfileArgs(
-                managed=True, enable_azure_rbac=True
+                managed=True,
+                enable_azure_rbac=True,
+                admin_group_object_ids=list(azure_cfg.admin_group_object_ids) or None,
             ),
             disable_local_accounts=True,
             enable_rbac=True,
@@ -234,7 +247,9 @@ class Cluster(pulumi.ComponentResource):
                     enabled=True
                 ),
                 azure_key_vault_kms=azure.containerservice.AzureKeyVaultKmsArgs(
-                    enabled=True, key_id=key.key.key_uri_with_version, key_vault_network_access="Public"
+                    enabled=True,
+                    key_id=key.secrets_key.key_uri_with_version,
+                    key_vault_network_access="Public",
                 ),
             ),
             disk_encryption_set_id=disk_encryption.id,
@@ -242,8 +257,24 @@ class Cluster(pulumi.ComponentResource):
                 upgrade_channel="patch", node_os_upgrade_channel="NodeImage"
             ),
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=grants, protect=cfg.is_prod),
+            # The cluster autoscaler owns the system pool's node count once it exists.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=grants,
+                protect=cfg.is_prod,
+                ignore_changes=["agentPoolProfiles[0].count"],
+            ),
         )
+        # Azure RBAC for Kubernetes authorizes every API call: the identity running `pulumi up` needs a
+        # Kubernetes role too, or every Kubernetes resource gets 403 (admin groups are for people).
+        self.deployer_access = azure.authorization.RoleAssignment(
+            f"{name}-deployer-rbac-cluster-admin",
+            principal_id=deployer_object_id,
+            role_definition_id=roles.role_definition_id(subscription, roles.AKS_RBAC_CLUSTER_ADMIN),
+            scope=self.cluster.id,
+            opts=child,
+        )
+        self.endpoint = self.cluster.fqdn.apply(lambda fqdn: f"https://{fqdn}:443")
         self.pools: dict[str, azure.containerservice.AgentPool] = {}
         for pool, spec, gpu in (
             ("serving", cfg.cluster.serving_pool, False),
@@ -270,7 +301,10 @@ class Cluster(pulumi.ComponentResource):
         credentials = azure.containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=resource_group, resource_name=self.cluster.name, format="exec"
         )
+        login = azure_cfg.kubelogin_mode
         self.kubeconfig = pulumi.Output.secret(
-            credentials.kubeconfigs.apply(lambda kcs: base64.b64decode(kcs[0].value).decode())
+            credentials.kubeconfigs.apply(
+                lambda kcs: aks_kubeconfig(base64.b64decode(kcs[0].value).decode(), login)
+            )
         )
         self.register_outputs({"name": self.cluster.name})

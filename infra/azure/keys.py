@@ -9,10 +9,39 @@ from infra.azure import roles
 from infra.config import PlatformConfig
 from infra.naming import compact_name, tags
 
+DATA_KEY, SECRETS_KEY = "data", "kubernetes-secrets"
+
+
+def _rsa_key(rotation: str, *, expires: bool) -> azure.keyvault.KeyPropertiesArgs:
+    actions = [
+        azure.keyvault.LifetimeActionArgs(
+            action=azure.keyvault.ActionArgs(type=azure.keyvault.KeyRotationPolicyActionType.ROTATE),
+            trigger=azure.keyvault.TriggerArgs(time_after_create=rotation),
+        )
+    ]
+    if expires:
+        actions.append(
+            azure.keyvault.LifetimeActionArgs(
+                action=azure.keyvault.ActionArgs(type=azure.keyvault.KeyRotationPolicyActionType.NOTIFY),
+                trigger=azure.keyvault.TriggerArgs(time_before_expiry="P30D"),
+            )
+        )
+    return azure.keyvault.KeyPropertiesArgs(
+        kty="RSA",
+        key_size=3072,
+        key_ops=["encrypt", "decrypt", "wrapKey", "unwrapKey"],
+        rotation_policy=azure.keyvault.RotationPolicyArgs(
+            attributes=azure.keyvault.KeyRotationPolicyAttributesArgs(expiry_time="P1Y") if expires else None,
+            lifetime_actions=actions,
+        ),
+    )
+
 
 class EnvironmentKey(pulumi.ComponentResource):
     vault: azure.keyvault.Vault
     key: azure.keyvault.Key
+    # The key AKS encrypts Kubernetes secrets with (KMS): see below why it is a key of its own.
+    secrets_key: azure.keyvault.Key
     # Identity that storage and the registry use to reach the key (customer-managed keys need one).
     encryption_identity: azure.managedidentity.UserAssignedIdentity
     ready: list[pulumi.Resource]
@@ -64,35 +93,29 @@ class EnvironmentKey(pulumi.ComponentResource):
             opts=child,
         )
         rotation = f"P{cfg.key_rotation_days}D"
+        after_deployer = pulumi.ResourceOptions(parent=self, depends_on=[deployer], protect=cfg.is_prod)
+        # Storage, the registry and the disk encryption set use the versionless key and follow each
+        # rotation; versions expire a year after creation (a notification comes 30 days before).
         self.key = azure.keyvault.Key(
             f"{name}-key",
-            key_name="data",
+            key_name=DATA_KEY,
             vault_name=self.vault.name,
             resource_group_name=resource_group,
-            properties=azure.keyvault.KeyPropertiesArgs(
-                kty="RSA",
-                key_size=3072,
-                key_ops=["encrypt", "decrypt", "wrapKey", "unwrapKey"],
-                rotation_policy=azure.keyvault.RotationPolicyArgs(
-                    attributes=azure.keyvault.KeyRotationPolicyAttributesArgs(expiry_time="P1Y"),
-                    lifetime_actions=[
-                        azure.keyvault.LifetimeActionArgs(
-                            action=azure.keyvault.ActionArgs(
-                                type=azure.keyvault.KeyRotationPolicyActionType.ROTATE
-                            ),
-                            trigger=azure.keyvault.TriggerArgs(time_after_create=rotation),
-                        ),
-                        azure.keyvault.LifetimeActionArgs(
-                            action=azure.keyvault.ActionArgs(
-                                type=azure.keyvault.KeyRotationPolicyActionType.NOTIFY
-                            ),
-                            trigger=azure.keyvault.TriggerArgs(time_before_expiry="P30D"),
-                        ),
-                    ],
-                ),
-            ),
+            properties=_rsa_key(rotation, expires=True),
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployer], protect=cfg.is_prod),
+            opts=after_deployer,
+        )
+        # AKS's KMS plugin takes one key *version* (it cannot follow rotation by itself), so this key's
+        # versions never expire: a version AKS still uses stays valid after rotation. `pulumi up --refresh`
+        # after a rotation moves AKS to the newest version (AKS re-encrypts the secrets).
+        self.secrets_key = azure.keyvault.Key(
+            f"{name}-secrets-key",
+            key_name=SECRETS_KEY,
+            vault_name=self.vault.name,
+            resource_group_name=resource_group,
+            properties=_rsa_key(rotation, expires=False),
+            tags=tags(cfg),
+            opts=after_deployer,
         )
         identity_name = f"id-{cfg.name}-encryption"
         self.encryption_identity_id = roles.user_assigned_identity_id(
@@ -114,7 +137,7 @@ class EnvironmentKey(pulumi.ComponentResource):
                 subscription, roles.KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER
             ),
             # Scoped to this key, not the vault.
-            scope=pulumi.Output.concat(self.vault.id, "/keys/data"),
+            scope=pulumi.Output.concat(self.vault.id, f"/keys/{DATA_KEY}"),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.key]),
         )
         self.ready = [self.key, grant]

@@ -55,5 +55,6 @@ class Registry(pulumi.ComponentResource):
             tags=tags(cfg),
             opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready, protect=cfg.is_prod),
         )
-        self.urls = {image: f"{registry_name}.azurecr.io/{image}" for image in IMAGES}
+        self.host = f"{registry_name}.azurecr.io"
+        self.urls = {image: f"{self.host}/{image}" for image in IMAGES}
         self.register_outputs({"urls": self.urls})

@@ -15,9 +15,18 @@ from infra.gcp.cluster import Cluster
 from infra.gcp.identity import Identities
 from infra.gcp.keys import EnvironmentKey
 from infra.gcp.registry import Registry
+from infra.gcp.services import ProjectServices
 from infra.gcp.storage import Buckets
 from infra.naming import tags
 from infra.shape import CloudPlatform
+
+# GKE Workload Identity: pods get tokens from the GKE metadata server, which Dataplane V2 clusters serve on
+# 169.254.169.252:988 behind the usual 169.254.169.254:80 (GKE docs, "Workload Identity Federation for GKE":
+# allow both in network policies).
+METADATA_SERVER = [
+    {"cidr": "169.254.169.254/32", "ports": [("TCP", 80)]},
+    {"cidr": "169.254.169.252/32", "ports": [("TCP", 988)]},
+]
 
 
 def build(cfg: PlatformConfig) -> CloudPlatform:
@@ -27,8 +36,19 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
     opts = pulumi.ResourceOptions(provider=provider)
     invoke = pulumi.InvokeOptions(provider=provider)
     project_number = gcp.organizations.get_project(project_id=project, opts=invoke).number
+    # APIs first; every later GCP resource waits for the APIs of its type (a fresh project races otherwise).
+    services = ProjectServices(f"{cfg.name}-services", project=project, opts=opts)
+    services.wait_for_apis()
+    # Billing budgets are a billing-account API: with user credentials (gcloud auth application-default
+    # login) Google needs a quota project to bill the call to, or it answers 403. This provider sends the
+    # stack's project as that quota project, for the budget only.
+    billing = gcp.Provider(
+        "gcp-billing", project=project, region=cfg.region, billing_project=project, user_project_override=True
+    )
 
-    key = EnvironmentKey(f"{cfg.name}-key", cfg, project=project, project_number=project_number, opts=opts)
+    key = EnvironmentKey(
+        f"{cfg.name}-key", cfg, project=project, project_number=project_number, services=services, opts=opts
+    )
     buckets = Buckets(f"{cfg.name}-buckets", cfg, key=key, opts=opts)
     registry = Registry(f"{cfg.name}-registry", cfg, project=project, key=key, opts=opts)
     cluster = Cluster(f"{cfg.name}-gke", cfg, project=project, key=key, registry=registry, opts=opts)
@@ -40,13 +60,25 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         registry=registry,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=[cluster.cluster]),
     )
-    Audit(f"{cfg.name}-audit", cfg, project=project, project_number=project_number, key=key, opts=opts)
+    Audit(
+        f"{cfg.name}-audit",
+        cfg,
+        project=project,
+        project_number=project_number,
+        key=key,
+        billing_provider=billing,
+        opts=opts,
+    )
     return CloudPlatform(
         cloud="gcp",
         cluster_name=cluster.cluster.name,
         kubeconfig=cluster.kubeconfig,
         bucket_uris=buckets.uris,
         image_repositories=registry.urls,
+        cluster_endpoint=cluster.cluster.endpoint.apply(lambda host: f"https://{host}"),
+        registry=registry.host,
+        key_ids={"environment": key.key_name},
+        identity_principals=dict(identities.emails),
         sa_annotations={
             identity: {"iam.gke.io/gcp-service-account": email}
             for identity, email in identities.emails.items()
@@ -54,5 +86,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         # GKE installs NVIDIA's device plugin and drivers (gpu_driver_installation_config) itself; its
         # autoscaler is built in and handles spot preemption with graceful node shutdown.
         needs_device_plugin=False,
+        spot_drain="GKE graceful node shutdown (Spot preemption notice, 30 s)",
+        identity_egress=METADATA_SERVER,
         depends_on=[cluster.system_pool],
     )

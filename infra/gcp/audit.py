@@ -11,16 +11,6 @@ from infra.naming import tags
 
 # Cloud Audit Logs (admin activity and the data access enabled below) of this project.
 AUDIT_FILTER = 'logName:"cloudaudit.googleapis.com"'
-# Services the platform uses; enabling them is idempotent and keeps `pulumi up` on a fresh project working.
-SERVICES = (
-    "artifactregistry.googleapis.com",
-    "billingbudgets.googleapis.com",
-    "cloudkms.googleapis.com",
-    "container.googleapis.com",
-    "logging.googleapis.com",
-    "monitoring.googleapis.com",
-    "storage.googleapis.com",
-)
 
 
 class Audit(pulumi.ComponentResource):
@@ -32,18 +22,11 @@ class Audit(pulumi.ComponentResource):
         project: str,
         project_number: str,
         key: EnvironmentKey,
+        billing_provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:gcp:Audit", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        for service in SERVICES:
-            gcp.projects.Service(
-                f"{name}-{service.split('.')[0]}",
-                project=project,
-                service=service,
-                disable_on_destroy=False,
-                opts=child,
-            )
         gcp.projects.IAMAuditConfig(
             f"{name}-storage-data-access",
             project=project,
@@ -108,6 +91,6 @@ class Audit(pulumi.ComponentResource):
                 monitoring_notification_channels=[c.id for c in channels],
                 disable_default_iam_recipients=False,
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, provider=billing_provider),
         )
         self.register_outputs({})

@@ -11,11 +11,9 @@ from infra.gcp.keys import EnvironmentKey
 from infra.gcp.registry import Registry
 from infra.k8s.kubeconfig import exec_kubeconfig
 from infra.naming import tags
-from infra.network import subnet_cidrs
+from infra.network import GKE_CONTROL_PLANE_RANGE, GKE_POD_RANGE, GKE_SERVICE_RANGE, subnet_cidrs
 from infra.shape import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 
-# Pod and service ranges live outside the node range (alias IPs); the control plane gets a /28.
-POD_RANGE, SERVICE_RANGE, CONTROL_PLANE_RANGE = "10.128.0.0/14", "10.132.0.0/20", "172.16.0.0/28"
 NODE_ROLES = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer"]
 CONTROL_PLANE_LOGS = ["SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "WORKLOADS"]
 
@@ -119,9 +117,9 @@ class Cluster(pulumi.ComponentResource):
             ip_cidr_range=node_cidr,
             private_ip_google_access=True,
             secondary_ip_ranges=[
-                gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name="pods", ip_cidr_range=POD_RANGE),
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name="pods", ip_cidr_range=GKE_POD_RANGE),
                 gcp.compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name="services", ip_cidr_range=SERVICE_RANGE
+                    range_name="services", ip_cidr_range=GKE_SERVICE_RANGE
                 ),
             ],
             log_config=gcp.compute.SubnetworkLogConfigArgs(
@@ -187,7 +185,7 @@ class Cluster(pulumi.ComponentResource):
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
                 enable_private_nodes=True,
                 enable_private_endpoint=False,
-                master_ipv4_cidr_block=CONTROL_PLANE_RANGE,
+                master_ipv4_cidr_block=GKE_CONTROL_PLANE_RANGE,
             ),
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=[

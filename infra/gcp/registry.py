@@ -27,6 +27,7 @@ class Registry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("eu-ml-platform:gcp:Registry", name, None, opts)
         self.repositories, self.repository_ids, self.urls = {}, {}, {}
+        self.host = f"{cfg.region}-docker.pkg.dev"
         for image in IMAGES:
             repo_id = f"{cfg.name}-{image}"
             self.repositories[image] = gcp.artifactregistry.Repository(
@@ -43,5 +44,5 @@ class Registry(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=key.grants, protect=cfg.is_prod),
             )
             self.repository_ids[image] = repo_id
-            self.urls[image] = f"{cfg.region}-docker.pkg.dev/{project}/{repo_id}/{image}"
+            self.urls[image] = f"{self.host}/{project}/{repo_id}/{image}"
         self.register_outputs({"urls": self.urls})

@@ -51,12 +51,8 @@ def workload_identity_member(project: str, sa: ServiceAccountRef) -> str:
     return f"serviceAccount:{project}.svc.id.goog[{sa.namespace}/{sa.name}]"
 
 
-def service_agents(project_number: str) -> dict[str, str]:
-    """Google-managed service agents that encrypt with the environment key on our behalf."""
-    return {
-        "storage": f"service-{project_number}@gs-project-accounts.iam.gserviceaccount.com",
-        "artifactregistry": f"service-{project_number}@gcp-sa-artifactregistry.iam.gserviceaccount.com",
-        "container": f"service-{project_number}@container-engine-robot.iam.gserviceaccount.com",
-        "compute": f"service-{project_number}@compute-system.iam.gserviceaccount.com",
-        "logging": f"service-{project_number}@gcp-sa-logging.iam.gserviceaccount.com",
-    }
+def compute_agent(project_number: str) -> str:
+    """Compute Engine's service agent (encrypts node boot disks). `generateServiceIdentity` returns no
+    email for compute.googleapis.com, so this is the documented address
+    (cloud.google.com/compute/docs/disks/customer-managed-encryption)."""
+    return f"service-{project_number}@compute-system.iam.gserviceaccount.com"

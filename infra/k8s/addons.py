@@ -3,11 +3,14 @@ Prometheus + Prometheus-adapter pair that feeds Triton's queue time to the HPA."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.config import PlatformConfig
 from infra.k8s import autoscaling
 from infra.shape import POOL_SELECTORS, HelmChart, PoolSelector
 
@@ -15,6 +18,39 @@ MONITORING_NAMESPACE = "monitoring"
 PROMETHEUS_RELEASE = "prometheus"
 # The prometheus chart names its server Service `<release>-server`, port 80.
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-server.{MONITORING_NAMESPACE}.svc"
+
+# The in-cluster Prometheus serves the autoscaler and recent debugging, not history: 15 days (Prometheus's
+# own default). Audit trails live in the cloud's audit logs (auditRetentionDays); long-term metrics, if
+# wanted, belong in the cloud's managed Prometheus through remote_write (infra/README.md).
+METRICS_RETENTION_DAYS = 15
+# Active series per source (order of magnitude, measured on comparable clusters): node-exporter plus
+# kubelet/cAdvisor per node, Triton per pod (4 models x 2 versions x ~30 series), and the cluster-wide
+# rest (API server histograms, kube-state-metrics).
+SERIES_PER_NODE, SERIES_PER_TRITON_POD, SERIES_CLUSTER = 1_500, 300, 15_000
+# Prometheus storage guide: disk = retention seconds x samples/s x bytes per sample (1-2 after compression);
+# 1.5x covers the WAL and compaction, and the chart's 8Gi default is the floor.
+BYTES_PER_SAMPLE, HEADROOM, MIN_VOLUME_GI = 2, 1.5, 8
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusStorage:
+    retention_days: int
+    volume_gi: int
+    # Prometheus deletes the oldest blocks beyond this, so the volume never fills whatever the estimate.
+    retention_size_gb: int
+
+
+def prometheus_storage(
+    cfg: PlatformConfig, retention_days: int = METRICS_RETENTION_DAYS
+) -> PrometheusStorage:
+    """Size the server's volume from retention and scrape volume (all pools at their maximum)."""
+    cl = cfg.cluster
+    nodes = cl.system_pool.max_nodes + cl.serving_pool.max_nodes + cl.gpu_pool.max_nodes
+    series = nodes * SERIES_PER_NODE + cfg.serving.max_replicas * SERIES_PER_TRITON_POD + SERIES_CLUSTER
+    samples_per_s = series / autoscaling.SCRAPE_INTERVAL_S
+    needed = retention_days * 86_400 * samples_per_s * BYTES_PER_SAMPLE * HEADROOM
+    volume = max(MIN_VOLUME_GI, math.ceil(needed / 2**30))
+    return PrometheusStorage(retention_days, volume, int(volume * 2**30 * 0.8 / 1e9))
 
 
 def device_plugin(gpu_pool: PoolSelector) -> HelmChart:
@@ -32,7 +68,7 @@ def device_plugin(gpu_pool: PoolSelector) -> HelmChart:
     )
 
 
-def monitoring_charts(retention_days: int) -> list[HelmChart]:
+def monitoring_charts(storage: PrometheusStorage) -> list[HelmChart]:
     system = dict(POOL_SELECTORS["system"].node_selector)
     return [
         # Only the server: it scrapes pods annotated `prometheus.io/scrape` (Triton's :8002/metrics).
@@ -45,7 +81,17 @@ def monitoring_charts(retention_days: int) -> list[HelmChart]:
             values={
                 "alertmanager": {"enabled": False},
                 "prometheus-pushgateway": {"enabled": False},
-                "server": {"retention": f"{retention_days}d", "nodeSelector": system},
+                "server": {
+                    # The adapter's rate window is derived from this interval (infra/k8s/autoscaling.py).
+                    "global": {
+                        "scrape_interval": autoscaling.SCRAPE_INTERVAL,
+                        "evaluation_interval": autoscaling.SCRAPE_INTERVAL,
+                    },
+                    "retention": f"{storage.retention_days}d",
+                    "retentionSize": f"{storage.retention_size_gb}GB",
+                    "persistentVolume": {"enabled": True, "size": f"{storage.volume_gi}Gi"},
+                    "nodeSelector": system,
+                },
             },
         ),
         HelmChart(
@@ -55,10 +101,9 @@ def monitoring_charts(retention_days: int) -> list[HelmChart]:
             version="4.11.0",
             namespace=MONITORING_NAMESPACE,
             values={
-                "prometheus": {
-                    "url": f"http://{PROMETHEUS_RELEASE}-server.{MONITORING_NAMESPACE}.svc",
-                    "port": 80,
-                },
+                "prometheus": {"url": PROMETHEUS_URL, "port": 80},
+                # How often the adapter re-lists series: a new pod's metric appears within one interval.
+                "metricsRelistInterval": autoscaling.SCRAPE_INTERVAL,
                 "nodeSelector": system,
                 "rules": {"default": False, "custom": [autoscaling.adapter_rule()]},
             },

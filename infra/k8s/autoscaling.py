@@ -1,9 +1,18 @@
-"""Triton autoscaling signal: mean queue time per request, per pod, in microseconds. Pure functions.
+"""Triton's autoscaling signal, decided in one place: what is measured, how often, over which window, and
+the target. Pure (no Pulumi): `serving/autoscale.py` (the local signal and its measurement) and the infra
+(Prometheus scrape interval, prometheus-adapter rule, HPA target, KEDA query) both import it.
 
-Triton's counters are cumulative (`nv_inference_queue_duration_us` sums microseconds spent queued,
-`nv_inference_request_success` counts requests), so the per-pod mean over the last minute is the ratio of
-their rates. `clamp_min(..., 1)` keeps an idle pod at 0 instead of NaN. The rule in Triton's k8s-onprem
-chart divides by `avg` over every pod, which under-reports (triton-inference-server/server#8979).
+The signal is the mean queue time per request of the `classifier` model, per pod, in microseconds:
+Triton's counters are cumulative (`nv_inference_queue_duration_us` sums the microseconds requests spent
+queued, `nv_inference_request_success` and `_failure` count the requests that finished), so the mean over
+a window is the ratio of their rates. Only the classifier counts: the ensemble and its tokenizer steps
+report queue times of their own that do not mean "too few replicas", and pooling them dilutes the signal.
+
+Consistency: Prometheus's `rate()` needs at least two samples in its window and is robust with four or
+more, so the window is derived from the scrape interval (WINDOW_S = SAMPLES_PER_WINDOW x interval) rather
+than chosen separately. The target comes from serving's measurement (serving/README.md, "Autoscaling
+signal"): queue time is ~2 ms (the batching window) while one replica keeps up and 65-823 ms once it
+saturates; 20 ms sits an order of magnitude above the first and below every saturated value.
 """
 
 from __future__ import annotations
@@ -12,18 +21,43 @@ from typing import Any
 
 QUEUE_METRIC = "nv_inference_queue_duration_us"
 SUCCESS_METRIC = "nv_inference_request_success"
+FAILURE_METRIC = "nv_inference_request_failure"
+# The model whose queue is the bottleneck (the ONNX classifier; see module docstring).
+HPA_MODEL = "classifier"
 # The custom-metrics API name the Prometheus adapter serves and the HPA asks for.
 HPA_METRIC = "triton_queue_time_per_request_us"
-WINDOW = "1m"
+# Queue time per request (microseconds) above which the HPA adds replicas.
+HPA_TARGET_QUEUE_US = 20_000
+
+SCRAPE_INTERVAL_S = 15
+SAMPLES_PER_WINDOW = 4
+WINDOW_S = SCRAPE_INTERVAL_S * SAMPLES_PER_WINDOW
+# Below any request rate a window can show (one request per window is 1/WINDOW_S per second), so the
+# division is exact under load and an idle pod reads 0 instead of NaN.
+MIN_RATE = 1e-3
+assert MIN_RATE < 1 / WINDOW_S
+
+
+def duration(seconds: int) -> str:
+    """A Prometheus duration: `1m` for 60, `15s` for 15."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+SCRAPE_INTERVAL = duration(SCRAPE_INTERVAL_S)
+WINDOW = duration(WINDOW_S)
 
 
 def per_pod_queue_time(group_by: str = "pod", matchers: str = "") -> str:
-    """The PromQL; `group_by`/`matchers` are the adapter's template slots (`<<.GroupBy>>`, `<<.LabelMatchers>>`)."""
-    sel = f"{{{matchers}}}" if matchers else ""
-    return (
-        f"sum by ({group_by})(rate({QUEUE_METRIC}{sel}[{WINDOW}])) / "
-        f"clamp_min(sum by ({group_by})(rate({SUCCESS_METRIC}{sel}[{WINDOW}])), 1)"
-    )
+    """The PromQL; `group_by`/`matchers` are the adapter's template slots (`<<.GroupBy>>`, `<<.LabelMatchers>>`).
+
+    One selector for both request counters (`__name__=~`), so a pod that has never failed a request (no
+    failure series yet) still gets a denominator.
+    """
+    extra = f",{matchers}" if matchers else ""
+    model = f'model="{HPA_MODEL}"'
+    queued = f"rate({QUEUE_METRIC}{{{model}{extra}}}[{WINDOW}])"
+    finished = f'rate({{__name__=~"{SUCCESS_METRIC}|{FAILURE_METRIC}",{model}{extra}}}[{WINDOW}])'
+    return f"sum by ({group_by})({queued}) / clamp_min(sum by ({group_by})({finished}), {MIN_RATE:g})"
 
 
 def adapter_rule() -> dict[str, Any]:

@@ -3,8 +3,9 @@ an autoscaling/v2 HPA on queue time per request per pod (or, in dev, a KEDA Scal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,6 +25,9 @@ STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 60
 CLIENT_NAMESPACE_LABEL = "platform.eu-ml/triton-client"
 # KEDA (dev scale-to-zero): keep one replica during Madrid office hours, none at night and at weekends.
 WORKING_HOURS = {"timezone": "Europe/Madrid", "start": "0 8 * * 1-5", "end": "0 20 * * 1-5"}
+# Cloud APIs (S3/STS, Google APIs, Entra ID and Blob storage) are public HTTPS endpoints; private and
+# link-local ranges stay closed, so this opens no path to other pods, nodes or the VPC.
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
     "pod-security.kubernetes.io/audit": "restricted",
@@ -45,6 +49,8 @@ class ServingArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     # Where the pods run: the serving pool, or the GPU pool when `gpu` (selector + tolerations).
     placement: PoolSelector = POOL_SELECTORS["serving"]
+    # Endpoints the pod's cloud identity needs ({"cidr", "ports": [(protocol, port)]}; CloudPlatform).
+    identity_egress: tuple[Mapping[str, Any], ...] = ()
     # Resources that must exist first: the add-ons serving the HPA metric and KEDA's CRDs.
     after: tuple[pulumi.Resource, ...] = ()
 
@@ -204,7 +210,7 @@ class TritonServing(pulumi.ComponentResource):
             ),
             opts=in_ns,
         )
-        self._network_policies(name, ns, selector, in_ns)
+        self._network_policies(name, ns, selector, args.identity_egress, in_ns)
         if args.scale_to_zero:
             self._scaled_object(name, ns, args, in_ns)
         else:
@@ -217,7 +223,12 @@ class TritonServing(pulumi.ComponentResource):
         self.register_outputs({"endpoint": self.endpoint})
 
     def _network_policies(
-        self, name: str, ns: str, selector: Mapping[str, str], opts: pulumi.ResourceOptions
+        self,
+        name: str,
+        ns: str,
+        selector: Mapping[str, str],
+        identity_egress: Sequence[Mapping[str, Any]],
+        opts: pulumi.ResourceOptions,
     ) -> None:
         k8s.networking.v1.NetworkPolicy(
             f"{name}-default-deny",
@@ -261,7 +272,8 @@ class TritonServing(pulumi.ComponentResource):
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=METRICS_PORT, protocol="TCP")],
                     ),
                 ],
-                # The model is baked into the image: Triton needs nothing beyond cluster DNS.
+                # DNS; the identity endpoint of the cloud (Pod Identity agent, GKE metadata server); and
+                # HTTPS to the cloud's public APIs (token exchange, the models bucket). Nothing else.
                 egress=[
                     k8s.networking.v1.NetworkPolicyEgressRuleArgs(
                         to=[
@@ -278,7 +290,31 @@ class TritonServing(pulumi.ComponentResource):
                             k8s.networking.v1.NetworkPolicyPortArgs(port=53, protocol="UDP"),
                             k8s.networking.v1.NetworkPolicyPortArgs(port=53, protocol="TCP"),
                         ],
-                    )
+                    ),
+                    *[
+                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                            to=[
+                                k8s.networking.v1.NetworkPolicyPeerArgs(
+                                    ip_block=k8s.networking.v1.IPBlockArgs(cidr=rule["cidr"])
+                                )
+                            ],
+                            ports=[
+                                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol=protocol)
+                                for protocol, port in rule["ports"]
+                            ],
+                        )
+                        for rule in identity_egress
+                    ],
+                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                        to=[
+                            k8s.networking.v1.NetworkPolicyPeerArgs(
+                                ip_block=k8s.networking.v1.IPBlockArgs(
+                                    cidr="0.0.0.0/0", except_=list(PRIVATE_RANGES)
+                                )
+                            )
+                        ],
+                        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=443, protocol="TCP")],
+                    ),
                 ],
             ),
             opts=opts,
