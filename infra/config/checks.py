@@ -240,6 +240,12 @@ def _cloud_sections(cfg: PlatformConfig) -> None:
             f"6-30 lowercase letters, digits or hyphens ({limits.GCP_PROJECT_SOURCE})",
         )
     if cfg.aws is not None:
+        if cfg.aws.admin_role == cfg.aws.deployer_role:
+            raise ConfigError(
+                "aws.deployerRole",
+                cfg.aws.deployer_role,
+                "EKS allows one access entry per principal: use two roles",
+            )
         pattern, length = limits.iam_role_name()
         for key, role in (("aws.adminRole", cfg.aws.admin_role), ("aws.deployerRole", cfg.aws.deployer_role)):
             path, _, name = role.rpartition("/")

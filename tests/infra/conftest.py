@@ -21,10 +21,10 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plan]:
 
 @pytest.fixture(scope="session")
 def updates() -> dict[str, Plan]:
-    """Update-mode runs (ids and computed outputs known). GCP and Azure key references are deterministic
-    names or known inputs already at preview, so only AWS needs one."""
+    """Update-mode runs: ids and the outputs a provider computes on create are known (what the second
+    half of a first `up` sees), so values derived from them can be compared exactly."""
     out = {}
-    for stack in ("dev",):
+    for stack in ("dev", "gcp-dev", "azure-dev"):
         cfg = planner.load_stack(stack)
         out[stack] = Plan(planner.run(cfg, planner.stack_config(stack), preview=False))
     return out

@@ -3,13 +3,15 @@ spot GPU pool from zero, ACR, diagnostic settings to Log Analytics, consumption 
 
 from __future__ import annotations
 
+import datetime
+import json
+
 import pytest
 from infra_fixtures import Plan
 
 from infra import plan as planner
-from infra.azure import roles
-from infra.azure.cluster import SPOT_TAINT
-from infra.shape import POOL_LABEL, SERVICE_ACCOUNTS
+from infra.k8s.kubeconfig import aks_kubeconfig
+from infra.shape import POOL_LABEL
 
 CFG = planner.load_stack("azure-dev")
 SUB, RG = planner.MOCK_AZURE_SUBSCRIPTION, f"rg-{CFG.name}"
@@ -27,11 +29,18 @@ def test_vault_has_purge_protection_soft_delete_and_rbac(az: Plan) -> None:
         True,
         True,
     )
-    key = az.one("azure-native:keyvault:Key")["inputs"]["properties"]
-    assert key["kty"] == "RSA" and key["keySize"] >= 3072
-    assert {"action": {"type": "rotate"}, "trigger": {"timeAfterCreate": "P90D"}} in key["rotationPolicy"][
-        "lifetimeActions"
-    ]
+    keys = {
+        r["inputs"]["keyName"]: r["inputs"]["properties"] for r in az.of_type("azure-native:keyvault:Key")
+    }
+    assert set(keys) == {"data", "kubernetes-secrets"}
+    for key in keys.values():
+        assert key["kty"] == "RSA" and key["keySize"] >= 3072
+        assert {"action": {"type": "rotate"}, "trigger": {"timeAfterCreate": "P90D"}} in key[
+            "rotationPolicy"
+        ]["lifetimeActions"]
+    assert keys["data"]["rotationPolicy"]["attributes"] == {"expiryTime": "P1Y"}
+    # AKS's KMS plugin holds one key version: that key's versions must not expire after rotation.
+    assert "attributes" not in keys["kubernetes-secrets"]["rotationPolicy"]
 
 
 def test_storage_accounts_are_hardened_and_use_the_key(az: Plan) -> None:
@@ -76,26 +85,44 @@ def test_identities_federate_one_service_account_and_get_container_scoped_roles(
     subjects = {
         r["inputs"]["subject"] for r in az.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     }
-    assert subjects == {roles.federated_subject(sa.namespace, sa.name) for sa in SERVICE_ACCOUNTS.values()}
+    assert subjects == {
+        "system:serviceaccount:training:trainer",
+        "system:serviceaccount:serving:triton",
+        "system:serviceaccount:ci:ci-deployer",
+    }
     scoped = {
         (
             r["name"].removeprefix(f"{CFG.name}-identities-"),
-            r["inputs"]["scope"],
-            r["inputs"]["roleDefinitionId"],
+            r["inputs"]["scope"].split("/containers/")[1],
+            r["inputs"]["roleDefinitionId"].rsplit("/", 1)[-1],
         )
         for r in az.of_type("azure-native:authorization:RoleAssignment")
-        if r["name"].startswith(f"{CFG.name}-identities-")
-        and r["name"].rsplit("-", 1)[1] in ("raw", "splits", "checkpoints", "models")
+        if "/containers/" in str(r["inputs"]["scope"])
     }
-    data = f"{CFG.org}mlp{CFG.stack.replace('-', '')}data"
-    expected = set()
-    for identity in SERVICE_ACCOUNTS:
-        for a in roles.container_assignments(identity):
-            role = planner.UNKNOWN if a.role == roles.WRITER_ROLE else roles.role_definition_id(SUB, a.role)
-            expected.add((f"{identity}-{a.target}", roles.container_scope(SUB, RG, data, a.target), role))
-    assert scoped == expected
+    reader, contributor = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1", "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+    assert scoped == {
+        ("trainer-raw", "raw", reader),
+        ("trainer-splits", "splits", reader),
+        ("trainer-checkpoints", "checkpoints", contributor),
+        # The custom write-only role: its id is only known once it exists.
+        ("trainer-models", "models", planner.UNKNOWN),
+        ("server-models", "models", reader),
+    }
+    data_account = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Storage/storageAccounts/acmemlpazuredevdata"
+    assert all(
+        r["inputs"]["scope"].startswith(data_account + "/blobServices/default/containers/")
+        for r in az.of_type("azure-native:authorization:RoleAssignment")
+        if "/containers/" in str(r["inputs"]["scope"])
+    )
     writer = az.one("azure-native:authorization:RoleDefinition")["inputs"]
-    assert writer["permissions"] == [{"dataActions": list(roles.BLOB_WRITE_DATA_ACTIONS)}]
+    assert writer["permissions"] == [
+        {
+            "dataActions": [
+                "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
+                "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action",
+            ]
+        }
+    ]
     sa = {
         r["inputs"]["metadata"]["name"]: r["inputs"]["metadata"]
         for r in az.of_type("kubernetes:core/v1:ServiceAccount")
@@ -111,7 +138,8 @@ def test_aks_kms_network_policy_restricted_api_and_workload_identity(az: Plan) -
     assert c["securityProfile"]["workloadIdentity"] == {"enabled": True}
     assert c["oidcIssuerProfile"] == {"enabled": True}
     assert c["networkProfile"]["networkPolicy"] == "cilium"
-    assert c["apiServerAccessProfile"]["authorizedIPRanges"] == list(CFG.network.api_allowed_cidrs)
+    # The NAT gateway's address (known once it exists) joins the configured ranges: nodes leave through it.
+    assert c["apiServerAccessProfile"]["authorizedIPRanges"] == ["198.51.100.0/24", planner.UNKNOWN]
     assert c["disableLocalAccounts"] is True
 
 
@@ -127,7 +155,13 @@ def test_spot_gpu_pool_from_zero(az: Plan) -> None:
     assert gpu["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule"]
     assert gpu["nodeLabels"] == {POOL_LABEL: "gpu"}
     out = az["outputs"]["pool_selectors"]["gpu"]["tolerations"]
-    assert SPOT_TAINT in out  # AKS taints spot nodes itself; jobs must tolerate it
+    # AKS taints spot nodes itself; jobs must tolerate it.
+    assert {
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+        "effect": "NoSchedule",
+    } in out
 
 
 def test_registry_audit_and_budget(az: Plan) -> None:
@@ -147,12 +181,12 @@ def test_registry_audit_and_budget(az: Plan) -> None:
     }
     budget = az.one("azure-native:consumption:Budget")["inputs"]
     assert budget["amount"] == CFG.budget.monthly_amount and budget["timeGrain"] == "Monthly"
-    assert budget["scope"] == roles.resource_group_id(SUB, RG)
+    assert budget["scope"] == f"/subscriptions/{SUB}/resourceGroups/{RG}"
 
 
-def test_update_mode_resolves_computed_identities() -> None:
+def test_update_mode_resolves_computed_identities(updates: dict[str, Plan]) -> None:
     """`pulumi up` order: AKS issuer, kubelet and disk-encryption identities feed later resources."""
-    p = Plan(planner.run(CFG, planner.stack_config("azure-dev"), preview=False))
+    p = updates["azure-dev"]
     issuers = {
         r["inputs"]["issuer"] for r in p.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     }
@@ -161,3 +195,107 @@ def test_update_mode_resolves_computed_identities() -> None:
     assert cluster["diskEncryptionSetID"] == f"{CFG.name}-aks-disk-encryption-id"
     des = p.one("azure-native:compute:DiskEncryptionSet")["inputs"]
     assert des["activeKey"]["keyUrl"] == f"https://vault.example/keys/{CFG.name}-key-key/1"
+    # Kubernetes secrets: the key of their own, by version (what AKS's KMS plugin requires).
+    kms = cluster["securityProfile"]["azureKeyVaultKms"]
+    assert kms["keyId"] == f"https://vault.example/keys/{CFG.name}-key-secrets-key/1"
+    assert cluster["apiServerAccessProfile"]["authorizedIPRanges"] == ["198.51.100.0/24", "203.0.113.7/32"]
+
+
+def test_the_deployer_gets_a_kubernetes_role_before_any_kubernetes_resource(az: Plan) -> None:
+    """Azure RBAC for Kubernetes authorizes every call: without a role the first Kubernetes resource is 403."""
+    (grant,) = [
+        r
+        for r in az.of_type("azure-native:authorization:RoleAssignment")
+        if r["name"].endswith("-deployer-rbac-cluster-admin")
+    ]
+    assert grant["inputs"]["principalId"] == planner.MOCK_AZURE_OBJECT  # whoever runs `pulumi up`
+    # "Azure Kubernetes Service RBAC Cluster Admin" (built-in role id), on the cluster.
+    assert grant["inputs"]["roleDefinitionId"] == (
+        f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+    )
+    assert grant["inputs"]["scope"] == planner.UNKNOWN
+    assert az.one("azure-native:containerservice:ManagedCluster")["urn"] in grant["dependencies"]
+    (k8s,) = az.of_type("pulumi:providers:kubernetes")
+    assert grant["urn"] in k8s["dependencies"]
+
+
+AKS_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: aks-x
+  cluster: {certificate-authority-data: Q0E=, server: "https://aks-x-dns.hcp.spaincentral.azmk8s.io:443"}
+contexts:
+- name: aks-x
+  context: {cluster: aks-x, user: clusterUser_rg_aks-x}
+current-context: aks-x
+users:
+- name: clusterUser_rg_aks-x
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: kubelogin
+      args: [get-token, --environment, AzurePublicCloud, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630,
+             --client-id, 80faf920-1908-4b52-b5ef-a8e7bedfc67a, --tenant-id, 11111111-2222-3333-4444-555555555555,
+             --login, devicecode]
+"""
+
+
+@pytest.mark.parametrize(
+    ("login", "args"),
+    [
+        (
+            "azurecli",
+            ["get-token", "--login", "azurecli", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"],
+        ),
+        (
+            "workloadidentity",
+            [
+                *(
+                    "get-token",
+                    "--login",
+                    "workloadidentity",
+                    "--server-id",
+                    "6dae42f8-4368-4678-94ff-3960e28e3630",
+                ),
+                *("--tenant-id", "11111111-2222-3333-4444-555555555555"),
+            ],
+        ),
+    ],
+)
+def test_kubeconfig_never_asks_for_a_device_code(login: str, args: list[str]) -> None:
+    doc = json.loads(aks_kubeconfig(AKS_KUBECONFIG, login))
+    (user,) = doc["users"]
+    assert user["user"]["exec"]["command"] == "kubelogin"
+    assert user["user"]["exec"]["args"] == args
+    assert doc["clusters"][0]["cluster"] == {
+        "server": "https://aks-x-dns.hcp.spaincentral.azmk8s.io:443",
+        "certificate-authority-data": "Q0E=",
+    }
+
+
+def test_the_program_rewrites_what_aks_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, str]] = []
+    import infra.azure.cluster as cluster
+
+    def spy(raw: str, login: str) -> str:
+        seen.append((raw, login))
+        return aks_kubeconfig(raw, login)
+
+    monkeypatch.setattr(cluster, "aks_kubeconfig", spy)
+    planner.run(CFG, planner.stack_config("azure-dev"), preview=False)
+    ((raw, login),) = seen
+    assert login == "azurecli" and "--login, devicecode" in raw
+
+
+def test_budget_starts_this_month_and_keeps_its_start(az: Plan) -> None:
+    budget = az.one("azure-native:consumption:Budget")
+    today = datetime.datetime.now(datetime.UTC).date()
+    assert budget["inputs"]["timePeriod"]["startDate"] == f"{today:%Y-%m}-01T00:00:00Z"
+    assert budget["ignoreChanges"] == ["timePeriod.startDate"]
+
+
+def test_subscription_activity_log_goes_to_the_workspace(az: Plan) -> None:
+    (setting,) = az.of_type("azure-native:monitor:SubscriptionDiagnosticSetting")
+    categories = {log["category"] for log in setting["inputs"]["logs"] if log["enabled"]}
+    assert categories >= {"Administrative", "Security", "Policy", "Alert"}
+    assert az.one("azure-native:operationalinsights:Workspace")["urn"] in setting["dependencies"]

@@ -46,8 +46,10 @@ def test_string_values_as_pulumi_passes_them_parse_like_structured_ones() -> Non
 
 
 def test_parsed_config_is_frozen() -> None:
+    from pydantic import ValidationError
+
     cfg = parse(raw())
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValidationError, match="frozen"):
         cfg.region = "us-east-1"  # type: ignore[misc]
 
 
@@ -148,6 +150,134 @@ BAD_INPUTS = [
     ("bad billing account", "gcp-dev", "gcpBillingAccount", "billing", "gcpBillingAccount", "XXXXXX"),
     ("bad org", "dev", "org", "Acme Corp", "org", "lowercase"),
     ("string where number", "dev", "cluster.gpuPool.max", "many", "cluster.gpuPool.max", "integer"),
+    # What the clouds refuse, with the bound's source in the message.
+    ("AWS KMS rotation below 90 days", "dev", "keyRotationDays", 30, "keyRotationDays", "botocore kms model"),
+    (
+        "CloudWatch retention not an allowed value",
+        "dev",
+        "auditRetentionDays",
+        500,
+        "auditRetentionDays",
+        "731",
+    ),
+    (
+        "Log Analytics retention over 730",
+        "azure-dev",
+        "auditRetentionDays",
+        1000,
+        "auditRetentionDays",
+        "<= 730",
+    ),
+    ("GCP log bucket over 3650 days", "gcp-dev", "auditRetentionDays", 4000, "auditRetentionDays", "3650"),
+    (
+        "six Azure budget notifications",
+        "azure-dev",
+        "budget.alertThresholds",
+        [10, 25, 50, 80, 100],
+        "budget.alertThresholds",
+        "up to five",
+    ),
+    (
+        "eleven AWS budget notifications",
+        "dev",
+        "budget.alertThresholds",
+        list(range(10, 110, 10)),
+        "budget.alertThresholds",
+        "botocore budgets model",
+    ),
+    (
+        "VPC on GKE's pod range",
+        "gcp-dev",
+        "network.cidr",
+        "10.128.0.0/16",
+        "network.cidr",
+        "GKE pod range 10.128.0.0/14",
+    ),
+    (
+        "VNet on AKS's service range",
+        "azure-dev",
+        "network.cidr",
+        "172.17.0.0/16",
+        "network.cidr",
+        "AKS service CIDR",
+    ),
+    (
+        "several GKE machine types",
+        "gcp-dev",
+        "cluster.gpuPool.machineTypes",
+        ["g2-standard-8", "g2-standard-12"],
+        "cluster.gpuPool.machineTypes",
+        "one machineType",
+    ),
+    (
+        "several AKS vm sizes",
+        "azure-dev",
+        "cluster.systemPool.machineTypes",
+        ["Standard_D4s_v5", "Standard_D8s_v5"],
+        "cluster.systemPool.machineTypes",
+        "one vmSize",
+    ),
+    ("gcpProject on AWS", "dev", "gcpProject", "acme-ml", "gcpProject", "only gcp stacks"),
+    (
+        "aws section on GCP",
+        "gcp-dev",
+        "aws",
+        {"adminRole": "a", "deployerRole": "b"},
+        "aws",
+        "only aws stacks",
+    ),
+    ("AWS without cluster admins", "dev", "aws", DELETE, "aws", "required"),
+    ("role name IAM refuses", "dev", "aws.adminRole", "platform admin!", "aws.adminRole", "[\\w+=,.@-]+"),
+    ("non-quantity cpu", "dev", "serving.cpu", "two", "serving.cpu", "Kubernetes quantity"),
+    ("non-quantity memory", "dev", "serving.memory", "4 GB", "serving.memory", "quantity"),
+    (
+        "empty API allow-list on AWS",
+        "dev",
+        "network.apiAllowedCidrs",
+        [],
+        "network.apiAllowedCidrs",
+        "office/VPN",
+    ),
+    (
+        "empty API allow-list on GCP",
+        "gcp-dev",
+        "network.apiAllowedCidrs",
+        [],
+        "network.apiAllowedCidrs",
+        "office/VPN",
+    ),
+    (
+        "empty API allow-list on Azure",
+        "azure-dev",
+        "network.apiAllowedCidrs",
+        [],
+        "network.apiAllowedCidrs",
+        "office/VPN",
+    ),
+    (
+        "autoscaler unknown for the minor",
+        "dev",
+        "cluster.kubernetesVersion",
+        "1.29",
+        "cluster.kubernetesVersion",
+        "infra/k8s/versions.py",
+    ),
+    (
+        "device-code kubelogin",
+        "azure-dev",
+        "azure.kubeloginMode",
+        "devicecode",
+        "azure.kubeloginMode",
+        "azurecli",
+    ),
+    (
+        "unquoted kubernetes version",
+        "dev",
+        "cluster.kubernetesVersion",
+        1.33,
+        "cluster.kubernetesVersion",
+        "quote",
+    ),
 ]
 
 
@@ -163,7 +293,7 @@ def test_bad_input_names_key_value_and_what_is_allowed(
     message = str(err.value)
     assert message.startswith(f"{key}: ")
     assert words in message
-    if value is not DELETE and not isinstance(value, list):
+    if value is not DELETE and not isinstance(value, list | dict):
         assert repr(value) in message or str(value) in message
 
 
@@ -204,3 +334,41 @@ def test_tags_cannot_be_changed_after_parsing() -> None:
     cfg = parse(raw())
     with pytest.raises(TypeError):
         cfg.tags["owner"] = "someone-else"  # type: ignore[index]
+
+
+def test_aws_bounds_are_read_from_botocore_not_repeated() -> None:
+    """The values AWS documents today (KMS EnableKeyRotation, Logs PutRetentionPolicy, CreateBudget)."""
+    from infra.config import limits
+
+    assert (limits.kms_rotation_days().minimum, limits.kms_rotation_days().maximum) == (90, 2560)
+    assert limits.cloudwatch_retention_days() == (
+        *(1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731),
+        *(1096, 1827, 2192, 2557, 2922, 3288, 3653),
+    )
+    assert limits.aws_budget_notifications().maximum == 10
+
+
+def test_a_botocore_change_changes_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra.config import limits
+
+    monkeypatch.setattr(
+        limits, "kms_rotation_days", lambda: limits.Bound(30, 2560, "botocore kms model, test")
+    )
+    assert parse(mutate("keyRotationDays", 30)).key_rotation_days == 30
+
+
+def test_admin_and_deployer_must_differ() -> None:
+    values = mutate("aws.deployerRole", "mlp-platform-admin")
+    with pytest.raises(ConfigError, match="one access entry per principal") as err:
+        parse(values)
+    assert err.value.key == "aws.deployerRole"
+
+
+def test_role_paths_are_accepted() -> None:
+    cfg = parse(mutate("aws.adminRole", "aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_Admin_0123"))
+    assert cfg.aws is not None and cfg.aws.admin_role.endswith("AWSReservedSSO_Admin_0123")
+
+
+@pytest.mark.parametrize("quantity", ["2", "500m", "1.5", "4Gi", "512Mi", "1e3"])
+def test_kubernetes_quantities_are_accepted(quantity: str) -> None:
+    assert parse(mutate("serving.cpu", quantity)).serving.cpu == quantity

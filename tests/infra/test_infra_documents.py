@@ -11,7 +11,7 @@ from infra.azure import roles as azure_roles
 from infra.gcp import roles as gcp_roles
 from infra.k8s import autoscaling
 from infra.network import subnet_cidrs
-from infra.shape import BUCKET_ACCESS, IDENTITIES
+from infra.shape import IDENTITIES
 
 NAMES = {p: f"acme-mlp-dev-{p}" for p in ("raw", "splits", "checkpoints", "models", "logs")}
 REPOS = ["arn:aws:ecr:eu-south-2:123456789012:repository/mlp-dev/serving"]
@@ -125,11 +125,21 @@ def test_no_star_action_and_star_resource_only_where_aws_allows_nothing_else(ide
                 assert set(actions) <= documents.ACTIONS_WITHOUT_RESOURCE_TYPES, s
 
 
-def test_every_bucket_a_role_touches_is_in_the_access_table() -> None:
+def test_every_bucket_a_role_touches_is_one_it_needs() -> None:
+    expected = {
+        "trainer": {
+            "acme-mlp-dev-raw",
+            "acme-mlp-dev-splits",
+            "acme-mlp-dev-checkpoints",
+            "acme-mlp-dev-models",
+        },
+        "server": {"acme-mlp-dev-models"},
+        "ci-deployer": set(),
+    }
     for identity in IDENTITIES:
         doc = documents.identity_policy(identity, NAMES, [])
         touched = {r.split(":::")[1].split("/")[0] for s in doc["Statement"] for r in s["Resource"]}
-        assert touched == {NAMES[p] for p in BUCKET_ACCESS[identity]}
+        assert touched == expected[identity]
 
 
 def test_bucket_policy_denies_plain_http() -> None:
@@ -214,7 +224,10 @@ def test_azure_roles_follow_the_access_table() -> None:
     ]
     assert azure_roles.registry_assignments("trainer") == []
     # The custom writer role can create blobs and nothing else.
-    assert all(a.endswith(("/blobs/write", "/blobs/add/action")) for a in azure_roles.BLOB_WRITE_DATA_ACTIONS)
+    assert azure_roles.BLOB_WRITE_DATA_ACTIONS == (
+        "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
+        "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action",
+    )
     assert (
         azure_roles.writer_role_guid("dev")
         == azure_roles.writer_role_guid("dev")
@@ -222,19 +235,27 @@ def test_azure_roles_follow_the_access_table() -> None:
     )
 
 
-def test_hpa_query_is_the_per_pod_mean_from_the_issue() -> None:
+def test_hpa_query_is_the_classifiers_per_pod_mean_over_every_finished_request() -> None:
     assert autoscaling.per_pod_queue_time() == (
-        "sum by (pod)(rate(nv_inference_queue_duration_us[1m])) / "
-        "clamp_min(sum by (pod)(rate(nv_inference_request_success[1m])), 1)"
+        'sum by (pod)(rate(nv_inference_queue_duration_us{model="classifier"}[1m])) / '
+        'clamp_min(sum by (pod)(rate({__name__=~"nv_inference_request_success|nv_inference_request_failure",'
+        'model="classifier"}[1m])), 0.001)'
     )
     rule = autoscaling.adapter_rule()
-    assert rule["name"]["as"] == autoscaling.HPA_METRIC
-    assert rule["metricsQuery"] == (
-        "sum by (<<.GroupBy>>)(rate(nv_inference_queue_duration_us{<<.LabelMatchers>>}[1m])) / "
-        "clamp_min(sum by (<<.GroupBy>>)(rate(nv_inference_request_success{<<.LabelMatchers>>}[1m])), 1)"
-    )
+    assert rule["name"]["as"] == "triton_queue_time_per_request_us"
     assert "avg(" not in rule["metricsQuery"]  # the under-reporting k8s-onprem form (server#8979)
     assert rule["resources"]["overrides"]["pod"] == {"resource": "pod"}
+
+
+def test_the_rate_window_holds_four_scrapes_and_the_target_is_servings_measurement() -> None:
+    # rate() needs two samples per window and is robust with four: 15 s scrapes, 1 m window.
+    assert (autoscaling.SCRAPE_INTERVAL, autoscaling.WINDOW) == ("15s", "1m")
+    # serving/README.md: ~2 ms while one replica keeps up, 65-823 ms once it saturates.
+    assert autoscaling.HPA_TARGET_QUEUE_US == 20_000
+    from serving import autoscale
+
+    assert (autoscale.HPA_TARGET_QUEUE_US, autoscale.HPA_MODEL) == (20_000, "classifier")
+    assert "[1m]" in autoscale.PROMQL_QUEUE_US_PER_REQUEST
 
 
 def test_subnets_do_not_overlap_and_stay_inside_the_network() -> None:

@@ -1,0 +1,113 @@
+"""Every Kubernetes object the plans declare, and the training Job rendered from a plan's outputs, is valid
+against the OpenAPI schema of the stack's own Kubernetes version (kubernetes-validate, strict: unknown
+fields are errors too), so the API server would not refuse it at `pulumi up`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from infra_fixtures import STACKS, Plan
+
+from infra import plan as planner
+
+# Kinds every stack must declare (so the test cannot pass on a plan that lost them).
+EXPECTED_KINDS = {
+    "Namespace",
+    "ServiceAccount",
+    "Deployment",
+    "PodDisruptionBudget",
+    "Service",
+    "NetworkPolicy",
+    "HorizontalPodAutoscaler",
+    "ResourceQuota",
+    "Role",
+    "RoleBinding",
+}
+# Not Kubernetes API objects: Helm releases are installed by the provider from their charts.
+NOT_OBJECTS = ("kubernetes:helm.sh/",)
+
+
+def _json_numbers(value: Any) -> Any:
+    """The engine's numbers are floats (8000.0); the provider sends integral ones to the API as integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(v) for v in value]
+    return value
+
+
+def manifest(resource: dict[str, Any]) -> dict[str, Any]:
+    """A plan resource as the object the Kubernetes provider sends (apiVersion/kind from the type token)."""
+    _, group_version, kind = resource["type"].split(":")
+    api_version = group_version.removeprefix("core/")
+    return {**_json_numbers(resource["inputs"]), "apiVersion": api_version, "kind": kind}
+
+
+def objects(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        manifest(r)
+        for r in plan.iter_custom()
+        if r["type"].startswith("kubernetes:") and not r["type"].startswith(("pulumi:", *NOT_OBJECTS))
+    ]
+
+
+def k8s_version(stack: str) -> str:
+    return planner.load_stack(stack).cluster.kubernetes_version
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_kubernetes_object_in_the_plan_is_valid_for_the_clusters_version(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    version = k8s_version(stack)
+    found = objects(plans[stack])
+    assert {m["kind"] for m in found} >= EXPECTED_KINDS
+    for m in found:
+        try:
+            kubernetes_validate.validate(m, version, strict=True)
+        except kubernetes_validate.ValidationError as err:
+            pytest.fail(
+                f"{stack}: {m['kind']} {m['metadata'].get('name')}: {err.message} at {list(err.path)}"
+            )
+
+
+@pytest.mark.parametrize("stack", ["dev", "gcp-dev", "azure-dev"])
+def test_the_training_job_rendered_from_the_plans_outputs_is_valid(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    from training import launch
+
+    out = plans[stack]["outputs"]
+    gpu = out["pool_selectors"]["gpu"]
+    cfg = launch.LaunchConfig(
+        namespace=out["trainer_namespace"],
+        service_account=out["trainer_service_account"],
+        node_selector=gpu["nodeSelector"],
+        tolerations=tuple(gpu["tolerations"]),
+        checkpoint_uri=f"{out['checkpoint_bucket_uri']}/sentiment-train",
+        cloud=out["cloud"],
+        image=out["training_image"],
+    )
+    rendered = launch.render(cfg)
+    assert "Job" in {m["kind"] for m in rendered}
+    for m in rendered:
+        kubernetes_validate.validate(m, k8s_version(stack), strict=True)
+
+
+def test_the_schema_check_catches_what_the_api_server_would_refuse(plans: dict[str, Plan]) -> None:
+    (deployment,) = [m for m in objects(plans["dev"]) if m["kind"] == "Deployment"]
+    kubernetes_validate.validate(deployment, "1.33", strict=True)
+    for mutate in (
+        lambda d: d["spec"]["template"]["spec"]["containers"][0]["ports"][0].update(containerPort="8000"),
+        lambda d: d["spec"].update(replica=2),  # a typo: strict schemas refuse unknown fields
+        lambda d: d["spec"]["template"]["spec"]["containers"][0].pop("name"),
+    ):
+        bad = copy.deepcopy(deployment)
+        mutate(bad)
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(bad, "1.33", strict=True)
