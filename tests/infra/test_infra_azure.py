@@ -10,7 +10,6 @@ import pytest
 from infra_fixtures import Plan
 
 from infra import plan as planner
-from infra.k8s.kubeconfig import aks_kubeconfig
 from infra.shape import POOL_LABEL
 
 CFG = planner.load_stack("azure-dev")
@@ -263,6 +262,8 @@ users:
     ],
 )
 def test_kubeconfig_never_asks_for_a_device_code(login: str, args: list[str]) -> None:
+    from infra.k8s.kubeconfig import aks_kubeconfig
+
     doc = json.loads(aks_kubeconfig(AKS_KUBECONFIG, login))
     (user,) = doc["users"]
     assert user["user"]["exec"]["command"] == "kubelogin"
@@ -276,6 +277,7 @@ def test_kubeconfig_never_asks_for_a_device_code(login: str, args: list[str]) ->
 def test_the_program_rewrites_what_aks_returns(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, str]] = []
     import infra.azure.cluster as cluster
+    from infra.k8s.kubeconfig import aks_kubeconfig
 
     def spy(raw: str, login: str) -> str:
         seen.append((raw, login))
