@@ -12,6 +12,14 @@ from infra.gcp.services import ProjectServices
 from infra.naming import tags
 
 SECONDS_PER_DAY = 86_400
+# The services whose agents encrypt with the key, and their APIs (an agent exists once its API is on).
+AGENT_APIS = {
+    "artifactregistry": "artifactregistry.googleapis.com",
+    "container": "container.googleapis.com",
+    "storage": "storage.googleapis.com",
+    "logging": "logging.googleapis.com",
+    "compute": "compute.googleapis.com",
+}
 
 
 def service_agent_members(
@@ -32,10 +40,8 @@ def service_agent_members(
         )
 
     members: dict[str, pulumi.Output[str]] = {}
-    for service, api in (
-        ("artifactregistry", "artifactregistry.googleapis.com"),
-        ("container", "container.googleapis.com"),
-    ):
+    for service in ("artifactregistry", "container"):
+        api = AGENT_APIS[service]
         identity = gcp.projects.ServiceIdentity(
             f"{name}-{service}-identity",
             project=project,
@@ -44,12 +50,10 @@ def service_agent_members(
         )
         members[service] = identity.member
     storage = gcp.storage.get_project_service_account_output(
-        project=project, opts=after("storage.googleapis.com")
+        project=project, opts=after(AGENT_APIS["storage"])
     )
     members["storage"] = storage.email_address.apply(lambda e: f"serviceAccount:{e}")
-    logging = gcp.logging.get_project_cmek_settings_output(
-        project=project, opts=after("logging.googleapis.com")
-    )
+    logging = gcp.logging.get_project_cmek_settings_output(project=project, opts=after(AGENT_APIS["logging"]))
     members["logging"] = logging.service_account_id.apply(lambda e: f"serviceAccount:{e}")
     members["compute"] = pulumi.Output.from_input(f"serviceAccount:{roles.compute_agent(project_number)}")
     return members
@@ -101,7 +105,7 @@ class EnvironmentKey(pulumi.ComponentResource):
                 crypto_key_id=self.key.id,
                 role=roles.KEY_ROLE,
                 member=member,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=services.of([AGENT_APIS[service]])),
             )
             for service, member in service_agent_members(
                 name, project, project_number, services, child

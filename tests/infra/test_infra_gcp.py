@@ -47,6 +47,8 @@ def test_service_agents_come_from_the_provider_not_from_spelled_out_addresses(
     assert grants["compute"]["inputs"]["member"] == (
         "serviceAccount:service-123456789012@compute-system.iam.gserviceaccount.com"
     )
+    compute = gcp.named(f"{CFG.name}-services-compute", "gcp:projects/service:Service")
+    assert compute["urn"] in grants["compute"]["dependencies"]  # the agent exists once the API is on
     identities = {
         r["inputs"]["service"]: r for r in gcp.of_type("gcp:projects/serviceIdentity:ServiceIdentity")
     }
