@@ -15,6 +15,8 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +73,25 @@ def _optimizer(model: Any, config: RunConfig, cuda: bool) -> Any:
     return torch.optim.AdamW(groups, lr=config.optim.lr, fused=cuda or None)
 
 
-def run(config: RunConfig, output: Path) -> int:
+@dataclass(slots=True)
+class Hooks:
+    """Optional control from a caller that runs the trainer in-process (hyperparameter search, training/tune.py)."""
+
+    on_evaluate: Callable[[int, dict[str, float]], bool] | None = None
+    """Called on rank 0 after each validation with (step, validation scores); True ends the run cleanly there."""
+    deadline: float | None = None
+    """time.monotonic() after which the loop ends cleanly (checkpoint saved, then the usual final metrics)."""
+    stopped: str | None = None
+    """Set by the loop: 'hook' or 'deadline' when one of the above ended the run."""
+
+
+def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
     """Train; returns 0 when done, 75 when preempted after saving a checkpoint. Raises TrainingError on bad input."""
     wall_start = time.monotonic()
     dist = distributed.init(config.device)
     _setup_logging(dist.rank)
     try:
-        return _run(config, output, dist, wall_start)
+        return _run(config, output, dist, wall_start, hooks or Hooks())
     except Preempted as exc:
         log.warning("%s", exc)
         if dist.is_main:
@@ -98,7 +112,7 @@ def run(config: RunConfig, output: Path) -> int:
             dist.close()
 
 
-def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: float) -> int:
+def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: float, hooks: Hooks) -> int:
     import torch
 
     output.mkdir(parents=True, exist_ok=True)
@@ -205,6 +219,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
                 total_steps,
                 wall_start,
                 dataset.manifest["sha256"],
+                hooks,
             )
     finally:
         uninstall()
@@ -268,6 +283,7 @@ def _loop(
     total_steps: int,
     wall_start: float,
     manifest_sha: str,
+    hooks: Hooks,
 ) -> None:
     import torch
     from tqdm import tqdm
@@ -364,7 +380,12 @@ def _loop(
                 or done
             )
             if evaluate_now:
-                _validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
+                scores = _validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
+                wants_stop = bool(
+                    hooks.on_evaluate and dist.is_main and hooks.on_evaluate(state.step, scores)
+                )
+                if dist.any(wants_stop) and not done:
+                    hooks.stopped, done = "hook", True
                 if config.patience and state.bad_evals >= config.patience:
                     log.info(
                         "early stop: %d validations without improvement (best step %s)",
@@ -382,6 +403,9 @@ def _loop(
             due_by_steps = (
                 bool(config.checkpoint.every_steps) and state.step % (config.checkpoint.every_steps or 1) == 0
             )
+            if hooks.deadline is not None and dist.any(time.monotonic() >= hooks.deadline) and not done:
+                log.info("deadline reached at step %d: saving and ending the run", state.step)
+                hooks.stopped, done = "deadline", True
             stop_now = dist.any(bool(stop))
             if dist.any(due_by_time) or due_by_steps or stop_now or done:
                 state.finished = done and not stop_now
@@ -419,7 +443,7 @@ def _validate(
     store: ckpt.Store,
     state: State,
     tracker: Tracker,
-) -> None:
+) -> dict[str, float]:
     val = encoded["validation"]
     probs = predict(
         raw_model, val, batch_size=config.eval_batch_size, pad_id=pad_id, dist=dist, autocast=autocast
@@ -450,3 +474,4 @@ def _validate(
         scores["auc"],
         " (best so far)" if improved else f" ({state.bad_evals} without improvement)",
     )
+    return scores
