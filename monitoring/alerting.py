@@ -1,0 +1,105 @@
+"""Alertmanager's configuration, as a pure function of the receivers' settings.
+
+Routing by the `severity` label every rule in monitoring/rules/ carries:
+- critical -> PagerDuty and Opsgenie (both, when both keys are given: two independent pagers),
+- warning (and anything else) -> email.
+An optional extra webhook receives every alert first (a chat bridge, or the tests' local receiver).
+Keys come from Pulumi secrets in the stack config; this function never reads them from anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_HOSTPORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
+
+# How long Alertmanager batches alerts of a new group, re-sends an unresolved one, etc.
+GROUP_WAIT, GROUP_INTERVAL, REPEAT_INTERVAL = "30s", "5m", "4h"
+
+
+def alertmanager_config(
+    *,
+    pagerduty_routing_key: str | None,
+    opsgenie_api_key: str | None,
+    email_to: list[str],
+    email_from: str,
+    smarthost: str,
+    extra_webhook_url: str | None = None,
+    group_wait: str = GROUP_WAIT,
+    group_interval: str = GROUP_INTERVAL,
+    repeat_interval: str = REPEAT_INTERVAL,
+) -> dict[str, Any]:
+    """The alertmanager.yml document (a dict: dump it with yaml.safe_dump)."""
+    if not email_to or not all("@" in a for a in email_to):
+        raise ValueError(f"email_to={email_to!r}: give at least one address for warnings (name@domain)")
+    if "@" not in email_from:
+        raise ValueError(f"email_from={email_from!r}: give the sender address (name@domain)")
+    if not _HOSTPORT.match(smarthost):
+        raise ValueError(
+            f"smarthost={smarthost!r}: use host:port of the SMTP relay (e.g. smtp.example.eu:587)"
+        )
+    if not (pagerduty_routing_key or opsgenie_api_key):
+        raise ValueError(
+            "critical alerts need a pager: set pagerduty_routing_key and/or opsgenie_api_key "
+            "(Pulumi secrets monitoring:pagerdutyRoutingKey / monitoring:opsgenieApiKey)"
+        )
+    if extra_webhook_url is not None and not extra_webhook_url.startswith(("http://", "https://")):
+        raise ValueError(f"extra_webhook_url={extra_webhook_url!r}: must be an http(s) URL")
+
+    receivers: list[dict[str, Any]] = [
+        {
+            "name": "email",
+            "email_configs": [
+                {"to": ", ".join(email_to), "from": email_from, "smarthost": smarthost, "send_resolved": True}
+            ],
+        }
+    ]
+    routes: list[dict[str, Any]] = []
+    if extra_webhook_url:
+        receivers.append(
+            {"name": "webhook", "webhook_configs": [{"url": extra_webhook_url, "send_resolved": True}]}
+        )
+        routes.append({"receiver": "webhook", "matchers": ['alertname=~".+"'], "continue": True})
+    if pagerduty_routing_key:
+        receivers.append(
+            {
+                "name": "pagerduty",
+                "pagerduty_configs": [{"routing_key": pagerduty_routing_key, "send_resolved": True}],
+            }
+        )
+        routes.append({"receiver": "pagerduty", "matchers": ['severity="critical"'], "continue": True})
+    if opsgenie_api_key:
+        receivers.append(
+            {
+                "name": "opsgenie",
+                "opsgenie_configs": [
+                    {"api_key": opsgenie_api_key, "priority": "P1", "send_resolved": True,
+                     "tags": "{{ .CommonLabels.owner }}"}
+                ],
+            }
+        )  # fmt: skip
+        routes.append({"receiver": "opsgenie", "matchers": ['severity="critical"'], "continue": True})
+    # Critical alerts stop at the last pager; everything else reaches the email route. (A route that
+    # matched with `continue` counts as a match, so the parent's receiver alone would miss warnings.)
+    routes[-1]["continue"] = False
+    routes.append({"receiver": "email"})
+    return {
+        "route": {
+            "receiver": "email",
+            "group_by": ["alertname", "model", "namespace"],
+            "group_wait": group_wait,
+            "group_interval": group_interval,
+            "repeat_interval": repeat_interval,
+            "routes": routes,
+        },
+        # A critical alert silences the warning of the same name and model (one page, not a page + a mail).
+        "inhibit_rules": [
+            {
+                "source_matchers": ['severity="critical"'],
+                "target_matchers": ['severity="warning"'],
+                "equal": ["alertname", "model"],
+            }
+        ],
+        "receivers": receivers,
+    }

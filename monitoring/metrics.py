@@ -1,0 +1,99 @@
+"""Prometheus metrics: the names monitoring exposes, the ones it reads, and the push from the jobs.
+
+The drift and evaluate jobs are batch jobs (a CronJob), so they push their gauges to a Pushgateway
+(`prometheus-pushgateway`, scraped by Prometheus with honor_labels) rather than serve /metrics:
+a scrape would miss a job that ran for 20 s. The same gauges are always written to DIR/metrics.prom
+(text exposition format) so a node-exporter textfile collector, or a person, can read them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+DRIFT_JOB, QUALITY_JOB = "monitoring-drift", "monitoring-evaluate"
+
+# What our code exposes (name -> who writes it). The rules and the dashboard may use these...
+OWN = {
+    "ml_drift_score": "python -m monitoring drift (share of drifted columns, 0..1)",
+    "ml_drift_threshold": "python -m monitoring drift (the score above which drift is declared)",
+    "ml_drift_detected": "python -m monitoring drift (0/1)",
+    "ml_quality": "python -m monitoring evaluate (label metric=accuracy|f1|auc, on the labelled sample)",
+    "ml_quality_reference": "python -m monitoring evaluate (the promoted model's training test metrics)",
+    "ml_inference_records_written_total": "serving python model (Triton custom metric)",
+    "ml_inference_records_dropped_total": "serving python model (Triton custom metric): sink too slow",
+    "ml_training_last_progress_timestamp_seconds": "training job (pushed per logged step; label job_name)",
+    "ml_budget_forecast_eur": "cost job (month-end forecast per stack)",
+    "ml_budget_limit_eur": "cost job (the stack's budget.monthlyEur)",
+}
+# ...and these, which other exporters expose (as they name them upstream).
+EXTERNAL = {
+    "triton": (
+        "nv_inference_request_success",
+        "nv_inference_request_failure",
+        "nv_inference_count",
+        "nv_inference_exec_count",
+        "nv_inference_queue_duration_us",
+        "nv_inference_request_duration_us",
+        "nv_inference_request_summary_us",  # with --metrics-config summary_latencies=true
+    ),
+    "kube-state-metrics": (
+        "kube_horizontalpodautoscaler_status_current_replicas",
+        "kube_horizontalpodautoscaler_status_desired_replicas",
+        "kube_horizontalpodautoscaler_spec_max_replicas",
+        "kube_job_status_failed",
+        "kube_job_status_active",
+        "kube_deployment_status_replicas_available",
+    ),
+    "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
+}
+KNOWN = set(OWN) | {name for names in EXTERNAL.values() for name in names}
+
+
+def _registry_with(gauges: dict[str, tuple[str, dict[str, str], float]]) -> Any:
+    from prometheus_client import CollectorRegistry, Gauge
+
+    registry = CollectorRegistry()
+    made: dict[str, Any] = {}
+    for key, (name, labels, value) in gauges.items():
+        if name not in made:
+            made[name] = Gauge(name, OWN[name], sorted(labels), registry=registry)
+        made[name].labels(**labels).set(value)
+        del key
+    return registry
+
+
+def export(
+    job: str, grouping: dict[str, str], gauges: dict[str, tuple[str, dict[str, str], float]],
+    *, out_dir: Path | None, pushgateway: str | None,
+) -> None:  # fmt: skip
+    """Write DIR/metrics.prom and, when a gateway is given, push (replacing this job+group's gauges)."""
+    from prometheus_client import push_to_gateway, write_to_textfile
+
+    registry = _registry_with(gauges)
+    if out_dir is not None:
+        write_to_textfile(str(Path(out_dir) / "metrics.prom"), registry)
+    if pushgateway:
+        push_to_gateway(pushgateway, job=job, grouping_key=grouping, registry=registry, timeout=10)
+
+
+def drift_gauges(
+    model: str, score: float, threshold: float, detected: bool
+) -> dict[str, tuple[str, dict[str, str], float]]:
+    labels = {"model": model}
+    return {
+        "score": ("ml_drift_score", labels, score),
+        "threshold": ("ml_drift_threshold", labels, threshold),
+        "detected": ("ml_drift_detected", labels, float(detected)),
+    }
+
+
+def quality_gauges(
+    model: str, measured: dict[str, float], reference: dict[str, float]
+) -> dict[str, tuple[str, dict[str, str], float]]:
+    out = {}
+    for metric, value in measured.items():
+        out[f"q-{metric}"] = ("ml_quality", {"model": model, "metric": metric}, float(value))
+    for metric, value in reference.items():
+        out[f"r-{metric}"] = ("ml_quality_reference", {"model": model, "metric": metric}, float(value))
+    return out

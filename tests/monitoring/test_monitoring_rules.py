@@ -1,0 +1,176 @@
+"""Alert rules, their promtool unit tests, the Alertmanager routing and the dashboard's queries.
+
+Everything is checked by Prometheus' own tools (promtool, amtool from the Debian packages), not by
+re-implementing PromQL or routing here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from monitoring import metrics
+from monitoring.alerting import alertmanager_config
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = sorted((ROOT / "monitoring" / "rules").glob("*.yaml"))
+RULE_TESTS = sorted((Path(__file__).parent / "rules").glob("*.test.yaml"))
+DASHBOARDS = sorted((ROOT / "monitoring" / "dashboards").glob("*.json"))
+# The alerts issue 13 asks for, by the name on-call will see.
+REQUIRED = {
+    "ServingP99LatencyOverSLO", "ServingErrorRateHigh", "ServingQueueTimeAtHPACeiling", "ModelInputDrift",
+    "ModelQualityDrop", "TrainingJobFailing", "TrainingNoProgress", "TrainingGPUUtilisationLow",
+    "GPUNodeIdle", "BudgetForecastOverLimit",
+}  # fmt: skip
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(
+            f"{name} is not installed: apt-get install prometheus prometheus-alertmanager (.ci/run does)"
+        )
+    return path
+
+
+def alerts() -> dict[str, dict]:
+    return {r["alert"]: r for f in RULES for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"]}
+
+
+def test_every_required_alert_exists_with_severity_owner_and_runbook() -> None:
+    found = alerts()
+    assert set(found) >= REQUIRED, f"missing alerts: {REQUIRED - set(found)}"
+    for name, rule in found.items():
+        assert rule["labels"]["severity"] in ("critical", "warning"), name
+        assert rule["labels"]["owner"] in ("serving", "ml", "platform"), name
+        assert len(rule["annotations"]["runbook"]) > 40 and rule["annotations"]["summary"], name
+
+
+@pytest.mark.parametrize("path", RULES, ids=lambda p: p.name)
+def test_rule_file_is_valid_for_prometheus(path: Path) -> None:
+    done = subprocess.run([tool("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("path", RULE_TESTS, ids=lambda p: p.name)
+def test_promtool_unit_tests_pass(path: Path) -> None:
+    done = subprocess.run(
+        [tool("promtool"), "test", "rules", path.name], cwd=path.parent, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_alert_has_a_firing_and_a_silent_case_in_the_unit_tests() -> None:
+    firing, silent = set(), set()
+    for path in RULE_TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for check in case.get("alert_rule_test", []):
+                (firing if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert firing == set(alerts()), f"alerts never seen firing: {set(alerts()) - firing}"
+    assert silent == set(alerts()), f"alerts never seen staying quiet: {set(alerts()) - silent}"
+
+
+def render(tmp_path: Path, **overrides) -> Path:
+    args = dict(pagerduty_routing_key="pd-key", opsgenie_api_key="og-key", email_to=["oncall@example.eu"],
+                email_from="alerts@example.eu", smarthost="smtp.example.eu:587")  # fmt: skip
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(alertmanager_config(**{**args, **overrides})))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("keys", "labels", "receivers"),
+    [
+        ({}, "severity=critical", "pagerduty,opsgenie"),
+        ({}, "severity=warning", "email"),
+        ({"opsgenie_api_key": None}, "severity=critical", "pagerduty"),
+        ({"pagerduty_routing_key": None}, "severity=critical", "opsgenie"),
+        ({"extra_webhook_url": "http://127.0.0.1:1/hook"}, "severity=warning", "webhook,email"),
+        ({"extra_webhook_url": "http://127.0.0.1:1/hook"}, "severity=critical", "webhook,pagerduty,opsgenie"),
+    ],
+)
+def test_alertmanager_routes_by_severity(tmp_path: Path, keys: dict, labels: str, receivers: str) -> None:
+    config = render(tmp_path, **keys)
+    amtool = tool("amtool")
+    check = subprocess.run([amtool, "check-config", str(config)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    routed = subprocess.run(
+        [amtool, "config", "routes", "test", f"--config.file={config}", "alertname=ModelInputDrift", labels],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert routed.stdout.strip() == receivers, routed.stdout + routed.stderr
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"pagerduty_routing_key": None, "opsgenie_api_key": None}, "critical alerts need a pager"),
+        ({"email_to": []}, "at least one address"),
+        ({"smarthost": "smtp.example.eu"}, "host:port"),
+        ({"extra_webhook_url": "ftp://x"}, "http"),
+    ],
+)
+def test_alertmanager_config_rejects_what_alertmanager_could_not_use(
+    tmp_path: Path, bad: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        render(tmp_path, **bad)
+
+
+_NOT_METRICS = {
+    "sum", "max", "min", "avg", "count", "rate", "irate", "increase", "by", "without", "on", "ignoring",
+    "and", "or", "unless", "clamp_min", "clamp_max", "time", "bool", "offset", "histogram_quantile",
+    "avg_over_time", "max_over_time", "topk", "group_left", "group_right", "abs", "e",
+}  # fmt: skip
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names in a PromQL expression (the syntax itself is checked by promtool)."""
+    expr = re.sub(r'"[^"]*"', "", expr)
+    expr = re.sub(r"\{[^}]*\}", "", expr)
+    expr = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    expr = re.sub(r"\[[^\]]*\]", "", expr)
+    names = set(re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\b(?!\s*\()", expr))
+    return {n for n in names if n not in _NOT_METRICS and not re.fullmatch(r"\d.*|e\d+", n)}
+
+
+def dashboard_exprs() -> list[tuple[str, str]]:
+    return [
+        (f"{path.stem}: {panel['title']}", target["expr"])
+        for path in DASHBOARDS
+        for panel in json.loads(path.read_text())["panels"]
+        for target in panel.get("targets", [])
+    ]
+
+
+def test_dashboard_has_the_panels_the_on_call_needs() -> None:
+    titles = " | ".join(t for t, _ in dashboard_exprs()).lower()
+    for word in ("throughput", "p99", "error", "queue time", "replicas", "gpu", "drift", "quality"):
+        assert word in titles, f"no dashboard panel about {word}"
+
+
+def test_every_dashboard_query_parses_and_names_only_known_metrics(tmp_path: Path) -> None:
+    exprs = dashboard_exprs()
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:panel_{i}", "expr": expr} for i, (_, expr) in enumerate(exprs)]}]}  # fmt: skip
+    path = tmp_path / "dashboard-as-rules.yaml"
+    path.write_text(yaml.safe_dump(rules))
+    done = subprocess.run([tool("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for title, expr in exprs:
+        unknown = metric_names(expr) - metrics.KNOWN
+        assert not unknown, f"panel {title!r} reads metrics nobody exposes: {unknown}"
+    for name, rule in alerts().items():
+        unknown = metric_names(rule["expr"]) - metrics.KNOWN
+        assert not unknown, f"alert {name} reads metrics nobody exposes: {unknown}"
+
+
+def test_metric_name_extraction_sees_bare_and_selected_names() -> None:
+    assert metric_names('avg by (pod) (DCGM_FI_DEV_GPU_UTIL) / rate(x_total{a="b"}[5m]) > 1e-9') == {
+        "DCGM_FI_DEV_GPU_UTIL", "x_total"}  # fmt: skip
