@@ -1,0 +1,106 @@
+"""The pack process, started exactly as the Pulumi CLI starts a policy pack.
+
+The pack's own virtualenv runs `python -u -m pulumi.policy <engine> <pack dir>` (which runs the pack's
+__main__.py); the pack prints the port of its Analyzer gRPC server on stdout and blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from policies.plans import Plan
+
+PACK_DIR = Path(__file__).resolve().parent
+PACK_PYTHON_ENV = "POLICY_PACK_PYTHON"
+START_TIMEOUT_S = 60.0
+
+
+class PackError(RuntimeError):
+    """The pack process did not start or answer; the message carries its stderr."""
+
+
+def pack_python() -> Path:
+    override = os.environ.get(PACK_PYTHON_ENV)
+    path = Path(override) if override else PACK_DIR / ".venv" / "bin" / "python"
+    if not path.exists():
+        raise PackError(
+            f"the policy pack's virtualenv is missing ({path}): run `make setup` (or set {PACK_PYTHON_ENV} to a "
+            "python with pulumi-policy installed)"
+        )
+    return path
+
+
+@dataclass
+class PackProcess:
+    port: int
+    process: subprocess.Popen[bytes]
+    stderr_path: Path
+    engine_address: str = "127.0.0.1:0"
+
+    def stderr_tail(self, n: int = 4000) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+@contextmanager
+def start_pack(plan: Plan, python: Path | None = None) -> Iterator[PackProcess]:
+    """Start the pack the way the CLI does and yield its port; always kill it afterwards."""
+    python = python or pack_python()
+    env = {
+        **os.environ,
+        "PULUMI_PROJECT": plan.project,
+        "PULUMI_STACK": plan.stack,
+        "PULUMI_DRY_RUN": "true",
+        # The CLI hands the pack the stack's config; the environment is the part the rules read.
+        "PULUMI_CONFIG": json.dumps(
+            {f"{plan.project}:environment": plan.environment} if plan.environment else {}
+        ),
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("PYTHONPATH", None)  # the pack venv must find its own protobuf 5, not ours
+    engine = "127.0.0.1:0"  # there is no engine offline; the SDK only uses it for logging
+    with tempfile.NamedTemporaryFile(prefix="policy-pack-", suffix=".stderr", delete=False) as err_file:
+        stderr_path = Path(err_file.name)
+    err = stderr_path.open("wb")
+    proc = subprocess.Popen(
+        [str(python), "-u", "-m", "pulumi.policy", engine, str(PACK_DIR)],
+        cwd=PACK_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=err,
+    )
+    try:
+        port = _read_port(proc, stderr_path)
+        yield PackProcess(port, proc, stderr_path, engine)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        err.close()
+        stderr_path.unlink(missing_ok=True)
+
+
+def _read_port(proc: subprocess.Popen[bytes], stderr_path: Path) -> int:
+    line: list[bytes] = []
+    reader = threading.Thread(
+        target=lambda: line.append(proc.stdout.readline() if proc.stdout else b""), daemon=True
+    )
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    text = line[0].decode().strip() if line else ""
+    if not text.isdigit():
+        proc.kill()
+        tail = stderr_path.read_text(errors="replace")[-3000:]
+        raise PackError(
+            f"the policy pack did not print its port within {START_TIMEOUT_S:.0f}s (got {text!r}):\n{tail}"
+        )
+    return int(text)
