@@ -112,7 +112,7 @@ def parser() -> argparse.ArgumentParser:
     _add_env(sub)
     # export and launch belong to the training-export engineer; their modules import heavy
     # libraries only inside functions, so registering them keeps --help fast.
-    for module in ("training.export", "training.launch"):
+    for module in ("training.export", "training.launch", "training.tune"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError as exc:

@@ -1,0 +1,186 @@
+"""What a study leaves behind: DIR/study.json, Optuna's plots, the best trial's model, the MLflow parent run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from training.tune import COST_EUR, ELAPSED, METRIC, PRUNED_AT, STOPPED, TuneConfig
+
+log = logging.getLogger("training.tune")
+
+PARENT_RUN = "mlflow_parent_run_id"
+PLOTS = {"optimization_history": "plot_optimization_history", "param_importances": "plot_param_importances"}
+
+
+def trial_state(t: Any) -> str:
+    """Optuna's state name, except a trial ended by its time limit: TIME_LIMIT (its value is still valid)."""
+    if t.user_attrs.get(STOPPED) == "time_limit":
+        return "TIME_LIMIT"
+    return str(t.state.name)
+
+
+def study_record(study: Any, cfg: TuneConfig, eur_per_usd: float, stopped_by: str) -> dict[str, Any]:
+    """study.json: exactly the keys documented in training/README.md."""
+    from optuna.trial import TrialState
+
+    trials = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STOPPED) != "surplus"]
+    done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+    best = max(done, key=lambda t: t.value) if done else None
+    spent = sum(float(t.user_attrs.get(COST_EUR) or 0.0) for t in trials)
+    return {
+        "best_params": dict(best.params) if best else {},
+        "best_value": float(best.value) if best else None,
+        "metric": METRIC,
+        "trials": [
+            {
+                "number": t.number,
+                "state": trial_state(t),
+                "value": None if t.value is None else float(t.value),
+                "duration_s": t.user_attrs.get(ELAPSED),
+                "cost_eur": t.user_attrs.get(COST_EUR),
+                "pruned_at_step": t.user_attrs.get(PRUNED_AT),
+            }
+            for t in trials
+        ],
+        "budget": {
+            "limit_eur": cfg.budget_eur,
+            "spent_eur": round(spent, 6),
+            "trials_limit": cfg.trials,
+            "stopped_by": stopped_by,
+            "eur_per_usd": eur_per_usd,
+            "price": "spot, training/prices.json (as cost.json)",
+        },
+    }
+
+
+def best_number(study: Any) -> int | None:
+    from optuna.trial import TrialState
+
+    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    return max(done, key=lambda t: t.value).number if done else None
+
+
+def save_plots(study: Any, folder: Path) -> list[str]:
+    """Optuna's own matplotlib plots as PNG; a plot Optuna cannot draw yet (one trial) is skipped, not faked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import warnings
+
+    import matplotlib.pyplot as plt
+    import optuna.visualization.matplotlib as ovm
+    from optuna.exceptions import ExperimentalWarning
+
+    warnings.filterwarnings(
+        "ignore", category=ExperimentalWarning
+    )  # the plots are stable enough for a report
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fn in PLOTS.items():
+        try:
+            ax = getattr(ovm, fn)(study)
+        except (ValueError, RuntimeError) as exc:  # e.g. importances need two finished trials
+            log.info("plot %s skipped: %s", name, exc)
+            continue
+        fig = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
+        fig.set_size_inches(8, 5)
+        fig.tight_layout()
+        fig.savefig(folder / f"{name}.png", dpi=100)
+        plt.close(fig)
+        written.append(name)
+    return written
+
+
+def copy_best(cfg: TuneConfig, number: int) -> None:
+    """DIR/model, metrics.json, cost.json: the best trial, laid out like a training run for export and promotion."""
+    src = cfg.output / "trials" / str(number)
+    if (cfg.output / "model").exists():
+        shutil.rmtree(cfg.output / "model")
+    shutil.copytree(src / "model", cfg.output / "model")
+    for name in ("metrics.json", "cost.json", "manifest.json"):
+        if (src / name).exists():
+            shutil.copy2(src / name, cfg.output / name)
+    (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
+
+
+def finish(
+    cfg: TuneConfig, study: Any, space: Any, stopped_by: str, parent_run: str | None
+) -> dict[str, Any]:
+    import optuna.logging
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    record = study_record(study, cfg, space.eur_per_usd, stopped_by)
+    tmp = cfg.output / ".study.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    tmp.replace(cfg.output / "study.json")  # several workers may finish: each writes a whole file
+    save_plots(study, cfg.output / "plots")
+    number = best_number(study)
+    if number is not None:
+        copy_best(cfg, number)
+    if parent_run:
+        _end_parent(parent_run, record, cfg.output)
+    log.info(
+        "study done (%s): best %s=%s with %s; %d trials; %.4f EUR spent",
+        stopped_by,
+        METRIC,
+        record["best_value"],
+        record["best_params"],
+        len(record["trials"]),
+        record["budget"]["spent_eur"],
+    )
+    return record
+
+
+def _tracking(cfg: TuneConfig) -> bool:
+    """Every trial and the study share one MLflow store: $MLFLOW_TRACKING_URI or DIR/mlruns."""
+    from training import environment as env
+
+    if not env.TRAINING_MLFLOW.get():
+        return False
+    if not env.MLFLOW_TRACKING_URI.get():
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+        os.environ["MLFLOW_TRACKING_URI"] = (cfg.output / "mlruns").resolve().as_uri()
+    return True
+
+
+def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> str | None:
+    """The study's MLflow run (trials are its children); its id lives in the study storage for all workers."""
+    if not base.mlflow or not _tracking(cfg):
+        return None
+    existing = study.user_attrs.get(PARENT_RUN)
+    if existing:
+        return str(existing)
+    from mlflow.tracking import MlflowClient
+
+    from training import environment as env
+
+    client = MlflowClient()
+    name = env.MLFLOW_EXPERIMENT_NAME.get() or base.name
+    exp = client.get_experiment_by_name(name)
+    exp_id = exp.experiment_id if exp else client.create_experiment(name)
+    run = client.create_run(exp_id, tags={"mlflow.runName": f"study {study.study_name}"})
+    for key, value in (("preset", cfg.preset), ("trials", cfg.trials), ("sampler", cfg.sampler)):
+        client.log_param(run.info.run_id, key, str(value))
+    client.log_param(run.info.run_id, "pruner", cfg.pruner)
+    client.log_param(run.info.run_id, "trial_timeout_s", str(cfg.trial_timeout_s))
+    client.log_param(run.info.run_id, "budget_eur", str(cfg.budget_eur))
+    study.set_user_attr(PARENT_RUN, run.info.run_id)
+    return str(run.info.run_id)
+
+
+def _end_parent(run_id: str, record: dict[str, Any], output: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    if record["best_value"] is not None:
+        client.log_metric(run_id, f"best_{METRIC}", record["best_value"])
+    client.log_metric(run_id, "spent_eur", record["budget"]["spent_eur"])
+    client.log_artifact(run_id, str(output / "study.json"))
+    for png in sorted((output / "plots").glob("*.png")):
+        client.log_artifact(run_id, str(png), artifact_path="plots")
+    client.set_terminated(run_id, "FINISHED")
