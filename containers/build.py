@@ -25,7 +25,6 @@ import argparse
 import datetime as dt
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,15 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from containers import buildah, localbase, wheelhouse
+from containers import buildah, docker_engine, localbase, requirements, sbom, wheelhouse
 from containers.errors import ContainerError
+from containers.provenance import build_key, git_metadata, tree_digest
+from containers.publish import IMAGES, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
 
-IMAGES = ("training", "serving")
 LOCAL_REPOSITORY = "localhost/eu-ml-platform"
 RECORD = REPO_ROOT / "reports/images/build-record.json"
 # Inside the build context and let in by .dockerignore; the serving Dockerfile's MODEL_REPOSITORY.
 MODEL_REPOSITORY_CONTEXT = "build/images/serving/model_repository"
+BUILD_KEY_LABEL = "eu.ml-platform.build-key"
 
 Builder = Literal["docker", "buildah"]
 
@@ -61,6 +62,14 @@ class ImageSpec:
     build_args: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     """Extra record fields (serving: model_version, dataset_manifest_sha256)."""
+    build_key: str = ""
+    """sha256 of every input (`build_key()`), stored as a label; '' skips the reuse check."""
+    base_digest: str | None = None
+    """Digest of the base actually used."""
+
+    @property
+    def extra_labels(self) -> dict[str, str]:
+        return {BUILD_KEY_LABEL: self.build_key} if self.build_key else {}
 
     def __post_init__(self) -> None:
         if self.image not in IMAGES:
@@ -77,35 +86,6 @@ class ImageSpec:
     @property
     def ref(self) -> str:
         return f"{self.name}:{self.version.tag}"
-
-
-def docker_engine() -> Any | None:
-    """A connected docker client, or None when no engine answers (lazy import: buildah users skip it)."""
-    try:
-        import docker
-
-        client = docker.from_env(timeout=5)
-        client.ping()
-        return client
-    except Exception:
-        return None
-
-
-def git_metadata(root: Path = REPO_ROOT) -> dict[str, str]:
-    """Revision, source URL and the commit time (the reproducible 'created')."""
-
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-    epoch = git("log", "-1", "--format=%ct") or "0"
-    created = dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "REVISION": git("rev-parse", "HEAD") or "uncommitted",
-        "SOURCE": git("remote", "get-url", "origin") or "https://example.invalid/eu-ml-platform",
-        "CREATED": created,
-        "SOURCE_DATE_EPOCH": epoch,
-    }
 
 
 def build_args(spec: ImageSpec, meta: dict[str, str]) -> dict[str, str]:
@@ -136,6 +116,8 @@ def buildah_command(spec: ImageSpec, args: dict[str, str], epoch: str, iidfile: 
         epoch,
     ]
     cmd += ["--file", str(spec.dockerfile), "--tag", spec.ref, "--iidfile", str(iidfile)]
+    for key, value in sorted(spec.extra_labels.items()):
+        cmd += ["--label", f"{key}={value}"]
     for key, value in sorted(args.items()):
         cmd += ["--build-arg", f"{key}={value}"]
     return [*cmd, str(REPO_ROOT)]
@@ -148,82 +130,81 @@ def _build_buildah(spec: ImageSpec, args: dict[str, str], epoch: str) -> str:
         return iidfile.read_text().strip()
 
 
-def _build_docker(client: Any, spec: ImageSpec, args: dict[str, str], epoch: str) -> str:
-    """BuildKit through the Engine API (`version=2`), which docker-py's build() does not expose."""
-    from docker import utils
-
-    # The context as `docker build` sends it: the repository root filtered by .dockerignore.
-    lines = (REPO_ROOT / ".dockerignore").read_text().splitlines()
-    exclude = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-    dockerfile = str(spec.dockerfile.relative_to(REPO_ROOT))
-    context = utils.tar(str(REPO_ROOT), exclude=exclude, dockerfile=(dockerfile, None))
-    params = {
-        "dockerfile": dockerfile,
-        "t": spec.ref,
-        "buildargs": json.dumps({**args, "SOURCE_DATE_EPOCH": epoch}),
-        "version": "2",
-        "rm": "1",
-    }
-    api = client.api
-    response = api._post(
-        api._url("/build"),
-        params=params,
-        data=context,
-        headers={"Content-Type": "application/x-tar"},
-        stream=True,
-    )
-    api._raise_for_status(response)
-    image_id = ""
-    for chunk in api._stream_helper(response, decode=True):
-        if "error" in chunk:
-            raise ContainerError(f"docker build of {spec.image} failed: {chunk['error']}")
-        aux = chunk.get("aux") or {}
-        if chunk.get("id") == "moby.image.id" and "ID" in aux:
-            image_id = aux["ID"]
-    return image_id or client.images.get(spec.ref).id
+def _existing_key(ref: str, *, builder: Builder, client: Any) -> str | None:
+    """The build key label of an image already stored under `ref`, '' if unlabelled, None if absent."""
+    if builder == "buildah":
+        if not buildah.image_exists(ref):
+            return None
+        labels = buildah.image_config(ref).get("Labels") or {}
+    else:
+        if not docker_engine.image_exists(client, ref):
+            return None
+        labels = docker_engine.image_facts(client, ref)["labels"]
+    return str(labels.get(BUILD_KEY_LABEL, ""))
 
 
-def build_image(spec: ImageSpec, *, builder: Builder, client: Any = None) -> dict[str, Any]:
-    """Build one image (or reuse its existing tag) and return its record entry."""
+def build_image(
+    spec: ImageSpec, *, builder: Builder, client: Any = None, offline: bool = True
+) -> dict[str, Any]:
+    """Build one image (or reuse its existing tag when its build key matches) and return its record entry."""
     meta = git_metadata()
     args = build_args(spec, meta)
     start = time.monotonic()
-    reused = False
+    existing = _existing_key(spec.ref, builder=builder, client=client)
+    reused = existing is not None
+    if reused and spec.build_key and existing != spec.build_key:
+        # Tags never move: the same tag with other inputs would make two images one name.
+        raise ContainerError(
+            f"{spec.ref} exists but was built from other inputs (build key {existing[:12] or 'none'} "
+            f"!= {spec.build_key[:12]}): commit the change (a new version) or remove the old image"
+        )
     if builder == "buildah":
-        if buildah.image_exists(spec.ref):
-            reused = True  # tags never move: this version was built from this very tree already
-            image_id = buildah.image_id(spec.ref)
-        else:
-            image_id = _build_buildah(spec, args, meta["SOURCE_DATE_EPOCH"])
+        if not reused:
+            _build_buildah(spec, args, meta["SOURCE_DATE_EPOCH"])
+        image_id = buildah.image_id(spec.ref)
         digest = buildah.image_digest(spec.ref)
         size = buildah.image_size(spec.ref)
     else:
-        try:
-            existing = client.images.get(spec.ref)
-        except Exception:
-            existing = None
-        if existing is not None:
-            reused, image_id = True, existing.id
-        else:
-            image_id = _build_docker(client, spec, args, meta["SOURCE_DATE_EPOCH"])
-        image = client.images.get(spec.ref)
-        digest = image.attrs.get("RepoDigests", [""])[0].partition("@")[2] or image_id
-        size = int(image.attrs.get("Size", 0))
+        if not reused:
+            docker_engine.build(
+                client,
+                dockerfile=spec.dockerfile,
+                tag=spec.ref,
+                args=args,
+                labels=spec.extra_labels,
+                offline=offline,
+            )
+        facts = docker_engine.image_facts(client, spec.ref)
+        image_id, size = facts["image_id"], facts["size_bytes"]
+        # A never-pushed image has no repository digest: until --push, the local image id.
+        digest = image_id
     return {
         "name": spec.name,
         "version": spec.version.tag,
         "tags": [spec.ref],
         "digest": digest,
+        "reference": None,
         "image_id": image_id if image_id.startswith("sha256:") else f"sha256:{image_id}",
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "builder": builder,
         "reused_existing_tag": reused,
-        "base_image": args.get("BASE_IMAGE", "(Dockerfile default)"),
+        "build_key": spec.build_key,
+        "base_image": args.get("BASE_IMAGE") or pinned_base(spec.image),
+        "base_digest": spec.base_digest,
+        "local_base": spec.version.local is not None,
         "size_bytes": size,
         "build_seconds": round(time.monotonic() - start, 1),
         "pushed": False,
         **spec.labels,
     }
+
+
+def pinned_base(image: str) -> str:
+    """The Dockerfile's default BASE_IMAGE (NVIDIA's, pinned by digest), read with dockerfile-parse."""
+    from dockerfile_parse import DockerfileParser
+
+    parser = DockerfileParser(str(REPO_ROOT / "containers" / image / "Dockerfile"))
+    return str(parser.baseimage)
 
 
 # --- the serving image's model repository --------------------------------------------------------
@@ -271,61 +252,6 @@ def _model_labels(repo: Path, version: int, override: str | None = None) -> dict
     }
 
 
-# --- push -----------------------------------------------------------------------------------------
-def registry_repositories(stack: str | None, registry: str | None) -> dict[str, str]:
-    """`{image: repository URL}`: from --registry, else the stack output `image_repositories`."""
-    if registry:
-        return {image: f"{registry.rstrip('/')}/{image}" for image in IMAGES}
-    if not stack:
-        raise ContainerError("--push needs --registry URL or --stack NAME (its output image_repositories)")
-    if shutil.which("pulumi"):
-        proc = subprocess.run(
-            ["pulumi", "stack", "output", "image_repositories", "--json", "--stack", stack],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=REPO_ROOT,
-        )
-        if proc.returncode == 0:
-            return dict(json.loads(proc.stdout))
-    plan = REPO_ROOT / "reports/plan" / f"{stack}.json"
-    if plan.is_file():
-        repos = json.loads(plan.read_text()).get("outputs", {}).get("image_repositories") or {}
-        known = {k: v for k, v in repos.items() if isinstance(v, str) and "." in v.split("/")[0]}
-        if set(IMAGES) <= known.keys():
-            return known
-    raise ContainerError(
-        f"the registry of stack {stack!r} is not known yet (it exists after `pulumi up`); "
-        "run with the Pulumi CLI logged in, or pass --registry <host>/<path>"
-    )
-
-
-def push(
-    entry: dict[str, Any], repository_url: str, version: Version, *, builder: Builder, client: Any
-) -> None:
-    if version.dirty:
-        raise ContainerError(
-            f"refusing to push {entry['version']}: it was built from uncommitted changes; commit, then build again"
-        )
-    remote = f"{repository_url}:{entry['version']}"
-    if builder == "buildah":
-        with tempfile.TemporaryDirectory() as tmp:
-            digestfile = Path(tmp) / "digest"
-            buildah.run(
-                ["push", "--digestfile", str(digestfile), entry["tags"][0], f"docker://{remote}"],
-                capture=False,
-            )
-            entry["digest"] = digestfile.read_text().strip()
-    else:
-        client.images.get(entry["tags"][0]).tag(remote)
-        for line in client.images.push(remote, stream=True, decode=True):
-            if "error" in line:
-                raise ContainerError(f"push of {remote} failed: {line['error']}")
-        entry["digest"] = client.images.get_registry_data(remote).id
-    entry["tags"].append(remote)
-    entry["pushed"] = True
-
-
 # --- entry point ----------------------------------------------------------------------------------
 def write_record(entries: dict[str, dict[str, Any]], path: Path = RECORD) -> None:
     """Merge into the existing record: `--only serving` keeps the training entry."""
@@ -339,10 +265,21 @@ def write_record(entries: dict[str, dict[str, Any]], path: Path = RECORD) -> Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m containers.build", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=IMAGES, help="build one image (default: both)")
+    parser.add_argument(
+        "--only", choices=IMAGES, action="append", help="build this image (repeatable; default: both)"
+    )
+    parser.add_argument(
+        "--smoke",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="smoke-run each image before any push",
+    )
     parser.add_argument("--push", action="store_true", help="push to the registry of --stack (or --registry)")
     parser.add_argument("--stack", help="stack whose output image_repositories names the registry")
-    parser.add_argument("--registry", help="<host>/<path> to push to, instead of the stack output")
+    parser.add_argument(
+        "--registry",
+        help="<host>[:port][/path] to push to, instead of the stack output (loopback: plain HTTP; others: TLS)",
+    )
     parser.add_argument("--builder", choices=("auto", "docker", "buildah"), default="auto")
     parser.add_argument(
         "--base",
@@ -370,37 +307,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for image, entry in entries.items():
         print(
-            f"{image}: {entry['tags'][0]} {entry['digest']} ({entry['size_bytes'] / 1e6:.0f} MB, {entry['build_seconds']} s)"
+            f"{image}: {entry['reference'] or entry['tags'][0]} ({entry['size_bytes'] / 1e6:.0f} MB, "
+            f"{entry['build_seconds']} s, SBOM {entry['sbom']})"
         )
     print(f"record: {args.record}")
     return 0
 
 
-def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    client = docker_engine() if args.builder in ("auto", "docker") else None
-    if args.builder == "docker" and client is None:
+def _choose_builder(choice: str) -> tuple[Builder, Any]:
+    client = docker_engine.connect() if choice in ("auto", "docker") else None
+    if choice == "docker" and client is None:
         raise ContainerError("no Docker engine answers (DOCKER_HOST / the socket); use --builder buildah")
-    builder: Builder = "docker" if client is not None else "buildah"
-    if builder == "buildah" and not buildah.available():
+    if client is None and not buildah.available():
         raise ContainerError(
             "neither a Docker engine nor buildah: start Docker, or `apt-get install -y buildah`"
         )
-    images = [args.only] if args.only else list(IMAGES)
+    return ("docker" if client is not None else "buildah"), client
+
+
+def _base(image: str, base: str, builder: Builder, client: Any) -> tuple[str | None, str]:
+    """(BASE_IMAGE build argument or None for the Dockerfile's pin, the base's digest)."""
+    if base != "local":
+        pinned = pinned_base(image)
+        return None, pinned.partition("@")[2]
+    ref = localbase.ensure(image).ref  # made with buildah (debootstrap); cached in its storage
+    if builder == "docker":
+        docker_engine.load_from_buildah(client, ref)
+    return ref, buildah.image_digest(ref)
+
+
+def _inspect(entry: dict[str, Any], builder: Builder, client: Any, epoch: str, sbom_dir: Path) -> None:
+    """Inventory of the image's own Python, its SBOM next to the record, torch/CUDA for training."""
+    ref = entry["tags"][0]
+    found = sbom.inventory_docker(client, ref) if builder == "docker" else sbom.inventory_buildah(ref)
+    image = "training" if entry["name"].endswith("/training") else "serving"
+    path = sbom.write_sbom(found, sbom_dir / f"{image}.cdx.json", epoch=epoch)
+    entry["sbom"] = str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+    entry["python"] = found["python"]
+    if image == "training":
+        sbom.check_torch(found, requirements.lock_pins()["torch"])
+        entry["torch"], entry["cuda"] = found["torch"], found["cuda"]
+
+
+def _smoke(entry: dict[str, Any], builder: Builder, client: Any) -> dict[str, Any]:
+    from containers import smoke
+
+    ref = entry["tags"][0]
+    training = entry["name"].endswith("/training")
+    if builder == "docker":
+        check = docker_engine.smoke_training if training else docker_engine.smoke_serving
+        return check(client, ref)
+    return smoke.smoke_training(ref) if training else smoke.smoke_serving(ref)
+
+
+def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    builder, client = _choose_builder(args.builder)
     base = args.base
     if base == "auto":
-        base = "nvidia" if builder == "docker" else "local"
+        nvidia_at_hand = builder == "docker" and all(
+            docker_engine.image_exists(client, pinned_base(i)) for i in IMAGES
+        )
+        base = "nvidia" if nvidia_at_hand else "local"
         if base == "local":
             print(
-                "containers.build: no Docker engine: building on local base images (containers.localbase)",
+                "containers.build: NVIDIA's bases are not at hand: local stand-ins (containers.localbase)",
                 file=sys.stderr,
             )
+    repos = registry_repositories(args.stack, args.registry) if args.push else {}
     version = compute()
+    epoch = git_metadata()["SOURCE_DATE_EPOCH"]
     entries: dict[str, dict[str, Any]] = {}
-    for image in images:
-        base_image = localbase.ensure(image).ref if base == "local" else None
+    for image in args.only or IMAGES:
+        base_image, base_digest = _base(image, base, builder, client)
         labels: dict[str, str] = {}
         image_version = version
         spec_args: dict[str, str] = {}
+        model_tree = None
         if image == "serving":
             backend = args.backend or ("python" if base == "local" else "onnxruntime")
             labels = prepare_model_repository(
@@ -409,12 +391,16 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 model_version=args.model_version,
                 backend=backend,
             )
+            model_tree = tree_digest(REPO_ROOT / MODEL_REPOSITORY_CONTEXT)
             image_version = version.for_model(labels["model_version"])
             spec_args = {
                 "MODEL_REPOSITORY": MODEL_REPOSITORY_CONTEXT,
                 "MODEL_VERSION": labels["model_version"],
                 "DATASET_MANIFEST_SHA256": labels["dataset_manifest_sha256"],
             }
+        key = build_key(image, image_version, base_digest=base_digest, model_tree=model_tree)
+        if base == "local":
+            image_version = image_version.on_local_base(key)  # never a production tag
         # Local bases run the host's Python: hand the build the host's wheels and keep it offline.
         offline = base == "local"
         wheelhouse.prepare(image, empty=not offline)
@@ -427,15 +413,20 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             repository=args.repository,
             build_args=spec_args,
             labels=labels,
+            build_key=key,
+            base_digest=base_digest,
         )
         print(
-            f"containers.build: {spec.ref} with {builder} on {base_image or 'the pinned NVIDIA base'}",
+            f"containers.build: {spec.ref} with {builder} on {base_image or pinned_base(image)}",
             file=sys.stderr,
         )
-        entries[image] = build_image(spec, builder=builder, client=client)
+        entry = build_image(spec, builder=builder, client=client, offline=offline)
+        _inspect(entry, builder, client, epoch, args.record.parent / "sbom")
+        if args.smoke:
+            entry["smoke"] = _smoke(entry, builder, client)
         if args.push:
-            repos = registry_repositories(args.stack, args.registry)
-            push(entries[image], repos[image], image_version, builder=builder, client=client)
+            push(entry, repos[image], image_version, builder=builder, client=client)
+        entries[image] = entry
     write_record(entries, args.record)
     return entries
 

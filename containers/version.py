@@ -4,6 +4,9 @@
 - the git short sha names the exact source; a tree with uncommitted changes gets
   `-dirty.<8 hex of the changes>` so two different dirty trees never share a tag.
 - the serving image adds `-m<model version>`: the same code serving another model is another image.
+- an image built on a locally made stand-in base (containers.localbase) adds `-local.<8 hex of its
+  build key>`: it never carries the tag a production build of the same commit gets, and a
+  different stand-in base gives a different tag.
 
 Tags never move: a version names one source tree (and one model), so rebuilding it gives the same
 content; `containers.build` refuses to re-point an existing local tag at a different image, and
@@ -43,6 +46,8 @@ class Version:
     dirty: str | None = None
     """8 hex digits of the uncommitted changes, or None for a clean tree."""
     model_version: str | None = None
+    local: str | None = None
+    """8 hex digits of the build key when the base is a local stand-in, else None."""
 
     def __post_init__(self) -> None:
         if not _SEMVER.match(self.semver):
@@ -51,6 +56,8 @@ class Version:
             )
         if not re.fullmatch(r"[0-9a-f]{7,40}", self.sha):
             raise ContainerError(f"git sha {self.sha!r} is not hexadecimal")
+        if self.local is not None and not re.fullmatch(r"[0-9a-f]{8}", self.local):
+            raise ContainerError(f"local build key {self.local!r} is not 8 hex digits")
         if self.model_version is not None and not _MODEL_VERSION.match(self.model_version):
             raise ContainerError(
                 f"model version {self.model_version!r} must be 1-32 letters/digits (e.g. the Triton version 3)"
@@ -61,6 +68,8 @@ class Version:
         tag = f"{self.semver}-{self.sha}"
         if self.dirty:
             tag += f"-dirty.{self.dirty}"
+        if self.local:
+            tag += f"-local.{self.local}"
         if self.model_version is not None:
             tag += f"-m{self.model_version}"
         assert _TAG.match(tag), tag
@@ -70,16 +79,22 @@ class Version:
     def parse(cls, tag: str) -> Version:
         """The Version a tag names (e.g. one read back from a build record)."""
         m = re.fullmatch(
-            r"(\d+\.\d+\.\d+)-([0-9a-f]{7,40})(?:-dirty\.([0-9a-f]{8}))?(?:-m([0-9A-Za-z]+))?", tag
+            r"(\d+\.\d+\.\d+)-([0-9a-f]{7,40})(?:-dirty\.([0-9a-f]{8}))?(?:-local\.([0-9a-f]{8}))?"
+            r"(?:-m([0-9A-Za-z]+))?",
+            tag,
         )
         if m is None:
             raise ContainerError(
-                f"{tag!r} is not an image version (<semver>-<sha>[-dirty.<hash>][-m<model>])"
+                f"{tag!r} is not an image version (<semver>-<sha>[-dirty.<hash>][-local.<key>][-m<model>])"
             )
-        return cls(*m.groups())
+        semver, sha, dirty, local, model = m.groups()
+        return cls(semver, sha, dirty, model, local)
 
     def for_model(self, model_version: str | int) -> Version:
-        return Version(self.semver, self.sha, self.dirty, str(model_version))
+        return Version(self.semver, self.sha, self.dirty, str(model_version), self.local)
+
+    def on_local_base(self, build_key: str) -> Version:
+        return Version(self.semver, self.sha, self.dirty, self.model_version, build_key[:8])
 
     def __str__(self) -> str:
         return self.tag

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from containers import build
+from containers import build, publish
 from containers.errors import ContainerError
 from containers.version import Version
 
@@ -44,7 +44,7 @@ def test_record_merges(tmp_path: Path) -> None:
 
 
 def test_registry_from_flag() -> None:
-    repos = build.registry_repositories(None, "registry.example.eu/ml/")
+    repos = publish.registry_repositories(None, "registry.example.eu/ml/")
     assert repos == {
         "training": "registry.example.eu/ml/training",
         "serving": "registry.example.eu/ml/serving",
@@ -53,11 +53,11 @@ def test_registry_from_flag() -> None:
 
 def test_registry_needs_a_source() -> None:
     with pytest.raises(ContainerError, match="--registry"):
-        build.registry_repositories(None, None)
+        publish.registry_repositories(None, None)
 
 
 def test_registry_from_plan_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(build, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(publish, "REPO_ROOT", tmp_path)
     monkeypatch.setenv("PATH", "/nonexistent")  # no pulumi CLI: the offline plan is the source
     (tmp_path / "reports/plan").mkdir(parents=True)
     known = {
@@ -65,17 +65,17 @@ def test_registry_from_plan_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "serving": "1.dkr.ecr.eu-south-2.amazonaws.com/p/serving",
     }
     (tmp_path / "reports/plan/dev.json").write_text(json.dumps({"outputs": {"image_repositories": known}}))
-    assert build.registry_repositories("dev", None) == known
+    assert publish.registry_repositories("dev", None) == known
     unknown = {k: "[unknown]" for k in known}
     (tmp_path / "reports/plan/dev.json").write_text(json.dumps({"outputs": {"image_repositories": unknown}}))
     with pytest.raises(ContainerError, match="pulumi up"):
-        build.registry_repositories("dev", None)
+        publish.registry_repositories("dev", None)
 
 
 def test_dirty_versions_are_never_pushed() -> None:
     entry = {"version": "0.1.0-abc1234-dirty.12345678", "tags": ["x"]}
     with pytest.raises(ContainerError, match="uncommitted"):
-        build.push(
+        publish.push(
             entry,
             "registry.example.eu/ml/training",
             Version("0.1.0", "abc1234", "12345678"),
@@ -83,3 +83,92 @@ def test_dirty_versions_are_never_pushed() -> None:
             client=None,
         )
     assert entry["tags"] == ["x"]
+
+
+def test_local_base_builds_are_never_pushed_to_a_shared_registry() -> None:
+    entry = {"version": "0.1.0-abc1234-local.0123abcd", "tags": ["x"], "digest": "sha256:" + "1" * 64}
+    with pytest.raises(ContainerError, match="local stand-in base"):
+        publish.push(
+            entry,
+            "registry.example.eu/ml/training",
+            Version.parse(entry["version"]),
+            builder="buildah",
+            client=None,
+        )
+    assert entry["tags"] == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("remote", "expected"),
+    [
+        ("https://user:ghp_secret@github.com/acme/eu-ml.git", "https://github.com/acme/eu-ml"),
+        ("https://x-access-token:tok@github.com:443/acme/eu-ml", "https://github.com:443/acme/eu-ml"),
+        ("git@github.com:acme/eu-ml.git", "https://github.com/acme/eu-ml"),
+        ("ssh://git@gitlab.example.eu:2222/acme/eu-ml.git", "https://gitlab.example.eu/acme/eu-ml"),
+        ("/srv/git/eu-ml", "https://example.invalid/eu-ml-platform"),
+        ("", "https://example.invalid/eu-ml-platform"),
+    ],
+)
+def test_source_label_never_carries_credentials(remote: str, expected: str) -> None:
+    from containers.provenance import public_source_url
+
+    assert public_source_url(remote) == expected
+
+
+def test_build_key_changes_with_each_input() -> None:
+    from containers.provenance import build_key
+
+    version = Version("0.1.0", "abc1234", model_version="3")
+    base = build_key("serving", version, base_digest="sha256:" + "a" * 64, model_tree="m1")
+    assert base == build_key("serving", version, base_digest="sha256:" + "a" * 64, model_tree="m1")
+    assert base != build_key("serving", version, base_digest="sha256:" + "b" * 64, model_tree="m1")
+    assert base != build_key("serving", version, base_digest="sha256:" + "a" * 64, model_tree="m2")
+    assert base != build_key(
+        "serving", version.for_model("4"), base_digest="sha256:" + "a" * 64, model_tree="m1"
+    )
+    assert base != build_key(
+        "serving",
+        Version("0.1.0", "def5678", model_version="3"),
+        base_digest="sha256:" + "a" * 64,
+        model_tree="m1",
+    )
+
+
+def test_local_tag_is_not_the_production_tag() -> None:
+    version = Version("0.1.0", "abc1234", model_version="3")
+    local = version.on_local_base("0123abcdef")
+    assert local.tag == "0.1.0-abc1234-local.0123abcd-m3" != version.tag
+    assert Version.parse(local.tag) == local
+
+
+@pytest.mark.parametrize(
+    ("repository", "tls"),
+    [
+        ("127.0.0.1:5000/eu/serving", False),
+        ("localhost:5000/serving", False),
+        ("[::1]:5000/serving", False),
+        ("123.dkr.ecr.eu-south-2.amazonaws.com/p/serving", True),
+        ("127.0.0.1.nip.io:5000/serving", True),
+    ],
+)
+def test_plain_http_only_for_loopback_registries(repository: str, tls: bool) -> None:
+    from containers import registry
+
+    assert registry.tls_verify(repository) is tls
+
+
+def test_registry_scheme_is_refused() -> None:
+    from containers import registry
+
+    with pytest.raises(ContainerError, match="without a scheme"):
+        registry.split_repository("http://registry.example.eu/ml/serving")
+
+
+def test_torch_of_the_image_must_match_the_lock() -> None:
+    from containers import sbom
+
+    sbom.check_torch({"torch": "2.13.0a0+b1f2c3d.nv26.07", "cuda": "13.0"}, "2.13.0+cpu")
+    with pytest.raises(ContainerError, match="lock expects"):
+        sbom.check_torch({"torch": "2.9.0+cu130", "cuda": "13.0"}, "2.13.0+cpu")
+    with pytest.raises(ContainerError, match="no importable torch"):
+        sbom.check_torch({"torch": None}, "2.13.0+cpu")

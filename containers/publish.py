@@ -1,0 +1,86 @@
+"""Push built images to a stack's registry and confirm what the registry stored.
+
+A pushed image is recorded as `<registry>/<repository>@sha256:<digest>` with the digest the push
+returned, and only after a pull by that reference (same engine) and the registry's own manifest
+answer both gave that digest. Repository URLs are exactly the stack output `image_repositories`
+(or `--registry HOST[/PATH]` + `/<image>`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from typing import Any, Literal
+
+from containers import docker_engine, registry
+from containers.errors import ContainerError
+from containers.version import REPO_ROOT, Version
+
+IMAGES = ("training", "serving")
+Builder = Literal["docker", "buildah"]
+
+
+def registry_repositories(stack: str | None, registry: str | None) -> dict[str, str]:
+    """`{image: repository URL}`: from --registry, else the stack output `image_repositories`."""
+    if registry:
+        return {image: f"{registry.rstrip('/')}/{image}" for image in IMAGES}
+    if not stack:
+        raise ContainerError("--push needs --registry URL or --stack NAME (its output image_repositories)")
+    if shutil.which("pulumi"):
+        proc = subprocess.run(
+            ["pulumi", "stack", "output", "image_repositories", "--json", "--stack", stack],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=REPO_ROOT,
+        )
+        if proc.returncode == 0:
+            return dict(json.loads(proc.stdout))
+    plan = REPO_ROOT / "reports/plan" / f"{stack}.json"
+    if plan.is_file():
+        repos = json.loads(plan.read_text()).get("outputs", {}).get("image_repositories") or {}
+        known = {k: v for k, v in repos.items() if isinstance(v, str) and "." in v.split("/")[0]}
+        if set(IMAGES) <= known.keys():
+            return known
+    raise ContainerError(
+        f"the registry of stack {stack!r} is not known yet (it exists after `pulumi up`); "
+        "run with the Pulumi CLI logged in, or pass --registry <host>/<path>"
+    )
+
+
+def push(
+    entry: dict[str, Any], repository_url: str, version: Version, *, builder: Builder, client: Any
+) -> None:
+    """Push, then confirm: a pull by `<repository>@<digest>` with the same engine and the
+    registry's own manifest answer must both give the digest the push returned."""
+    loopback = registry.is_loopback(registry.split_repository(repository_url)[0])
+    if version.dirty and not loopback:
+        raise ContainerError(
+            f"refusing to push {entry['version']}: it was built from uncommitted changes; commit, then build again"
+        )
+    if version.local and not loopback:
+        raise ContainerError(
+            f"refusing to push {entry['version']} to {repository_url}: it was built on a local stand-in "
+            "base, not the pinned NVIDIA base (build with --base nvidia for a registry others pull from)"
+        )
+    tag = entry["version"]
+    if builder == "buildah":
+        digest = registry.buildah_push(entry["tags"][0], repository_url, tag)
+        ref = registry.reference(repository_url, digest)
+        pulled = registry.buildah_pull_digest(ref)
+    else:
+        digest = docker_engine.push(client, entry["tags"][0], repository_url, tag)
+        ref = registry.reference(repository_url, digest)
+        pulled = docker_engine.pull_digest(client, ref)
+    served = registry.manifest_digest(f"{repository_url}:{tag}")
+    if not (pulled == served == digest):
+        raise ContainerError(
+            f"push of {repository_url}:{tag} returned {digest}, a pull got {pulled}, the registry serves {served}"
+        )
+    entry["local_digest"] = entry["digest"]
+    entry["digest"] = digest
+    entry["reference"] = ref
+    entry["tags"].append(f"{repository_url}:{tag}")
+    entry["pushed"] = True
+    entry["pull_verified"] = True

@@ -1,0 +1,149 @@
+"""A private Docker engine and OCI registry on this machine, for tests and benchmarks.
+
+Each gets its own folders, socket and a free port on 127.0.0.1, and is stopped by its own pid
+(never by name: other jobs on the machine run the same binaries). The engine runs without
+iptables, bridge or overlay (`vfs`), which is what works in a sandbox as root.
+
+    with services.docker_daemon(tmp) as host, services.oci_registry(tmp) as registry:
+        client = docker.DockerClient(base_url=host)      # registry: "127.0.0.1:PORT"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from containers.errors import ContainerError
+
+REGISTRY_CONFIG = """version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: {root}
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:{port}
+"""
+
+
+def unmet_docker() -> str | None:
+    """Why a private engine cannot start here, or None."""
+    if os.geteuid() != 0:
+        return "dockerd needs root"
+    for tool in ("dockerd", "docker-registry"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install -y docker.io docker-registry)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """SIGTERM the process group this module started, SIGKILL what is left after `timeout`."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+def _wait(what: str, ready: object, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ContainerError(f"{what} exited {proc.returncode}: {log.read_text()[-2000:]}")
+        if ready():  # type: ignore[operator]
+            return
+        time.sleep(0.3)
+    raise ContainerError(f"{what} did not answer within {timeout:.0f} s: {log.read_text()[-2000:]}")
+
+
+@contextlib.contextmanager
+def docker_daemon(workdir: Path, *, timeout: float = 60) -> Iterator[str]:
+    """Start dockerd with its own data root and socket; yield its `unix://` address."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    # A short socket path: AF_UNIX paths are limited to 107 bytes, pytest tmp paths are long.
+    run_dir = Path(f"/tmp/dockerd-{os.getpid()}-{free_port()}")
+    run_dir.mkdir()
+    sock = run_dir / "docker.sock"
+    log = workdir / "dockerd.log"
+    cmd = [
+        "dockerd",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--bridge=none",
+        "--storage-driver=vfs",
+        f"--data-root={workdir / 'data'}",
+        f"--exec-root={run_dir / 'exec'}",
+        f"--pidfile={run_dir / 'dockerd.pid'}",
+        f"--host=unix://{sock}",
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        host = f"unix://{sock}"
+
+        def ready() -> bool:
+            if not sock.exists():
+                return False
+            probe = subprocess.run(
+                ["docker", "-H", host, "version", "--format", "{{.Server.Version}}"],
+                capture_output=True,
+                check=False,
+            ) if shutil.which("docker") else None
+            return probe is None or probe.returncode == 0
+
+        _wait("dockerd", ready, proc, log, timeout)
+        yield host
+    finally:
+        _stop(proc)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def oci_registry(workdir: Path, *, timeout: float = 30) -> Iterator[str]:
+    """Start distribution's registry on a free 127.0.0.1 port; yield `127.0.0.1:PORT`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = workdir / "registry.yml"
+    config.write_text(REGISTRY_CONFIG.format(root=workdir / "storage", port=port))
+    log = workdir / "registry.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["docker-registry", "serve", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def ready() -> bool:
+            import urllib.request
+
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        _wait("docker-registry", ready, proc, log, timeout)
+        yield f"127.0.0.1:{port}"
+    finally:
+        _stop(proc)
