@@ -4,17 +4,18 @@
     python -m serving build runs/demo/export models/ --backend onnxruntime # NVIDIA image (production)
     python -m serving pin models/ 3                                        # rollback: serve version 3 only
 
-Layout (every build adds version N of all four models, N = latest + 1 unless --version is given):
+Layout (every build adds version N of both models, N = latest + 1 unless --version is given):
 
-    <repo>/repository.json                 build options, versions and their bundle metadata, pin
-    <repo>/preprocess/config.pbtxt         python backend; N/model.py, N/tokenizer/, N/metadata.json
-    <repo>/classifier/config.pbtxt         onnxruntime_onnx or python; N/model.onnx (+ .data), N/model.py
-    <repo>/postprocess/config.pbtxt        python backend; N/model.py, N/labels.json
-    <repo>/sentiment/config.pbtxt          the ensemble clients call: TEXT -> LABEL, PROBABILITIES
+    <repo>/repository.json           build options, versions and their bundle metadata, pin
+    <repo>/sentiment/config.pbtxt    python backend, the model clients call: TEXT -> LABEL, PROBABILITIES
+    <repo>/sentiment/N/              model.py, tokenizer/, metadata.json, labels.json, steps.json, monitoring/
+    <repo>/classifier/config.pbtxt   onnxruntime_onnx or python; N/model.onnx (+ .data), N/model.py
 
-Configs live at model level, so they are regenerated from repository.json on every build/pin; the
-ensemble steps use version -1 (newest loaded), and the version policy keeps the previous version
-loaded (addressable by version number) until a pin narrows it to one version.
+`sentiment` version N tokenizes, calls `classifier` version N (named in N/steps.json; BLS) and turns
+logits into labels: each sentiment version is pinned to the classifier of its own build, so requesting
+an older sentiment version (or pinning it) rolls back model and tokenizer together. Configs live at model
+level and are regenerated from repository.json on every build/pin; the version policy keeps the previous
+version loaded (addressable by version number) until a pin narrows it to one version.
 """
 
 from __future__ import annotations
@@ -29,27 +30,37 @@ from typing import Any, Literal
 from serving.bundle import Bundle, load_bundle
 from serving.config import (
     DynamicBatching,
-    EnsembleStep,
     InstanceGroup,
     ModelConfig,
     OnnxRuntimeOptimization,
     Tensor,
+    TensorRTProfile,
     VersionPolicy,
     Warmup,
     WarmupInput,
 )
 from serving.errors import ConfigError
 
-ENSEMBLE = "sentiment"
-PREPROCESS, CLASSIFIER, POSTPROCESS = "preprocess", "classifier", "postprocess"
-MODELS = (PREPROCESS, CLASSIFIER, POSTPROCESS, ENSEMBLE)
+ENDPOINT = "sentiment"
+ENSEMBLE = ENDPOINT  # the name clients call (it was an ensemble; kept for importers)
+CLASSIFIER = "classifier"
+MODELS = (ENDPOINT, CLASSIFIER)
+STEPS_FILE = "steps.json"
 MODEL_SOURCES = Path(__file__).resolve().parent / "models"
 MANIFEST = "repository.json"
+MONITORING_SOURCES = Path(__file__).resolve().parent.parent / "monitoring"
+MONITORING_MODULES = ("__init__.py", "environment.py", "records.py")
 # Keep the version before the newest loaded: requests can still pin it while a rollout is judged.
 KEEP_VERSIONS = 2
 
 Backend = Literal["onnxruntime", "python"]
 Precision = Literal["fp32", "int8"]
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,20 +71,25 @@ class BuildOptions:
     """int8 serves the bundle's model.int8.onnx (dynamic quantization) as model.onnx."""
     max_batch_size: int = 64
     queue_delay_us: int = 2000
-    """Classifier batching window. 2 ms: measured in benchmarks/serve.py (serving/README.md)."""
-    preprocess_queue_delay_us: int = 500
+    """Batching window of `sentiment`, where requests of any length merge. Chosen by the sweep in
+    benchmarks/serve.py (serving/README.md)."""
+    classifier_queue_delay_us: int = 0
+    """Window of the classifier's own batcher, which merges already-batched calls of the sentiment instances
+    only when their lengths match: waiting there buys little (0 on CPU)."""
+    endpoint_instances: int = 2
+    """`sentiment` instances: two let one tokenize (and answer) while the other waits on the classifier."""
     instances: int = 1
+    """Classifier instances. One per node on CPU: its ORT threads already take every core."""
     intra_op_threads: int = 0
-    """ONNX Runtime threads per classifier instance; 0 = all cores."""
+    """ONNX Runtime threads per classifier instance; 0 = cores // instances (no oversubscription)."""
     ort_spinning: bool = False
     """Python stand-in only: let ORT's idle threads spin (lower latency on dedicated cores)."""
     gpu: bool = False
     """Production GPU nodes: KIND_GPU instances and the TensorRT execution accelerator (onnxruntime backend)."""
     max_text_bytes: int = 65536
     pad_to_multiple_of: int | None = None
-    """Round padded lengths up to a multiple of this; None = 16 with gpu (few shapes, so the batcher merges
-    more requests, and padding is nearly free on a GPU), 1 on CPU (measured: padded positions cost more
-    CPU than the extra merging saves; serving/README.md)."""
+    """Round padded lengths up to a multiple of this; None = 16 with gpu (fewer shapes for TensorRT, and
+    padding is nearly free on a GPU), 1 on CPU (padded positions cost CPU; serving/README.md)."""
 
     def __post_init__(self) -> None:
         if self.backend not in ("onnxruntime", "python"):
@@ -86,18 +102,34 @@ class BuildOptions:
             )
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
             raise ConfigError("pad_to_multiple_of must be >= 1 (1 = pad to the longest text only)")
-        for name in ("max_batch_size", "instances", "max_text_bytes"):
+        for name in ("max_batch_size", "instances", "endpoint_instances", "max_text_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1")
-        for name in ("queue_delay_us", "preprocess_queue_delay_us", "intra_op_threads"):
+        for name in ("queue_delay_us", "classifier_queue_delay_us", "intra_op_threads"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0")
 
+    def threads(self) -> int:
+        """ORT intra-op threads per classifier instance: the cores shared out, never more threads than cores."""
+        return self.intra_op_threads or max(1, _cores() // self.instances)
+
+
+def tensorrt_profile(options: BuildOptions, max_length: int) -> TensorRTProfile:
+    """The shapes the sentiment model sends: batch 1..max_batch_size, length 1..max_length (bucketed)."""
+    multiple = options.pad_to_multiple_of or 16
+    opt_length = min(max_length, 2 * multiple)  # short texts dominate (tweets: ~20-30 tokens)
+    return TensorRTProfile(
+        inputs=("input_ids", "attention_mask"),
+        min_shape=(1, 1),
+        opt_shape=(min(options.max_batch_size, 8), opt_length),
+        max_shape=(options.max_batch_size, max_length),
+    )
+
 
 def model_configs(
-    options: BuildOptions, num_labels: int, pinned: int | None = None
+    options: BuildOptions, num_labels: int, pinned: int | None = None, *, max_length: int = 128
 ) -> dict[str, ModelConfig]:
-    """The four configs; a pure function of the options, so tests can check each one without a server."""
+    """Both configs; a pure function of the options, so tests can check each one without a server."""
     policy = VersionPolicy(latest=None, specific=(pinned,)) if pinned else VersionPolicy(latest=KEEP_VERSIONS)
     mbs = options.max_batch_size
     tokens = (
@@ -108,29 +140,31 @@ def model_configs(
     logits = Tensor(name="logits", data_type="TYPE_FP32", dims=(num_labels,))
     label = Tensor(name="LABEL", data_type="TYPE_STRING", dims=(1,))
     probabilities = Tensor(name="PROBABILITIES", data_type="TYPE_FP32", dims=(num_labels,))
-    cpu = (InstanceGroup(count=1, kind="KIND_CPU"),)
 
-    if options.backend == "onnxruntime":
-        engine: dict[str, Any] = {
-            "platform": "onnxruntime_onnx",
-            "onnxruntime": OnnxRuntimeOptimization(graph_level=1, tensorrt=options.gpu),
-        }
-    else:
-        engine = {"backend": "python"}
+    # One optimisation block for both engines: the onnxruntime backend applies it, the python stand-in
+    # reads it from its config (graph level 0 = ORT_ENABLE_ALL, as the export's parity check ran).
+    optimization = OnnxRuntimeOptimization(
+        graph_level=0, tensorrt=tensorrt_profile(options, max_length) if options.gpu else None
+    )
+    engine: dict[str, Any] = (
+        {"platform": "onnxruntime_onnx"} if options.backend == "onnxruntime" else {"backend": "python"}
+    )
     classifier = ModelConfig(
         name=CLASSIFIER,
         **engine,
+        onnxruntime=optimization,
         max_batch_size=mbs,
         inputs=tokens,
         outputs=(logits,),
-        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.queue_delay_us),
+        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.classifier_queue_delay_us),
         instance_groups=(
             InstanceGroup(count=options.instances, kind="KIND_GPU" if options.gpu else "KIND_CPU"),
         ),
         version_policy=policy,
-        # Read by both: the ORT backend's documented parameter name, and our python stand-in.
+        # The ORT backend's documented parameter names, read the same way by our python stand-in.
         parameters={
-            "intra_op_thread_count": str(options.intra_op_threads),
+            "intra_op_thread_count": str(0 if options.gpu else options.threads()),
+            "inter_op_thread_count": "1",
             "allow_spinning": "1" if options.ort_spinning else "0",
         },
         # Zero ids at length 16: the first user request then does not pay ORT's lazy initialisation.
@@ -142,56 +176,21 @@ def model_configs(
             ),
         ),
     )
-    preprocess = ModelConfig(
-        name=PREPROCESS,
+    endpoint = ModelConfig(
+        name=ENDPOINT,
         backend="python",
         max_batch_size=mbs,
         inputs=(text,),
-        outputs=tokens,
-        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.preprocess_queue_delay_us),
-        instance_groups=cpu,
+        outputs=(label, probabilities),
+        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.queue_delay_us),
+        instance_groups=(InstanceGroup(count=options.endpoint_instances, kind="KIND_CPU"),),
         version_policy=policy,
         parameters={
             "max_text_bytes": str(options.max_text_bytes),
             "pad_to_multiple_of": str(options.pad_to_multiple_of or (16 if options.gpu else 1)),
         },
     )
-    postprocess = ModelConfig(
-        name=POSTPROCESS,
-        backend="python",
-        max_batch_size=mbs,
-        inputs=(logits,),
-        outputs=(label, probabilities),
-        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=0),
-        instance_groups=cpu,
-        version_policy=policy,
-    )
-    ensemble = ModelConfig(
-        name=ENSEMBLE,
-        platform="ensemble",
-        max_batch_size=mbs,
-        inputs=(text,),
-        outputs=(label, probabilities),
-        version_policy=policy,
-        ensemble_steps=(
-            EnsembleStep(
-                model_name=PREPROCESS,
-                input_map={"TEXT": "TEXT"},
-                output_map={"input_ids": "_input_ids", "attention_mask": "_attention_mask"},
-            ),
-            EnsembleStep(
-                model_name=CLASSIFIER,
-                input_map={"input_ids": "_input_ids", "attention_mask": "_attention_mask"},
-                output_map={"logits": "_logits"},
-            ),
-            EnsembleStep(
-                model_name=POSTPROCESS,
-                input_map={"logits": "_logits"},
-                output_map={"LABEL": "LABEL", "PROBABILITIES": "PROBABILITIES"},
-            ),
-        ),
-    )
-    return {c.name: c for c in (preprocess, classifier, postprocess, ensemble)}
+    return {c.name: c for c in (endpoint, classifier)}
 
 
 def read_manifest(repo: str | Path) -> dict[str, Any]:
@@ -208,7 +207,10 @@ def versions(repo: str | Path) -> list[int]:
 def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
     options = BuildOptions(**manifest["options"])
     latest = str(max(int(v) for v in manifest["versions"]))
-    configs = model_configs(options, manifest["versions"][latest]["num_labels"], manifest["pinned"])
+    entry = manifest["versions"][latest]
+    configs = model_configs(
+        options, entry["num_labels"], manifest["pinned"], max_length=int(entry.get("max_length") or 128)
+    )
     for name, config in configs.items():
         (repo / name).mkdir(parents=True, exist_ok=True)
         (repo / name / "config.pbtxt").write_text(config.render())
@@ -245,10 +247,18 @@ def build(
         for path in staged.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
-        pre = staged[PREPROCESS]
-        shutil.copy2(MODEL_SOURCES / "preprocess.py", pre / "model.py")
-        shutil.copytree(bundle.path / "tokenizer", pre / "tokenizer")
-        shutil.copy2(bundle.path / "metadata.json", pre / "metadata.json")
+        endpoint = staged[ENDPOINT]
+        shutil.copy2(MODEL_SOURCES / "sentiment.py", endpoint / "model.py")
+        shutil.copytree(bundle.path / "tokenizer", endpoint / "tokenizer")
+        shutil.copy2(bundle.path / "metadata.json", endpoint / "metadata.json")
+        (endpoint / "labels.json").write_text(json.dumps(list(bundle.labels)) + "\n")
+        # The whole-rollback pin: this sentiment version calls the classifier of the same build.
+        steps = {CLASSIFIER: {"model": CLASSIFIER, "version": version}}
+        (endpoint / STEPS_FILE).write_text(json.dumps(steps, indent=2) + "\n")
+        # Inference records (monitoring/records.py): the import-light monitoring modules beside model.py.
+        (endpoint / "monitoring").mkdir()
+        for module in MONITORING_MODULES:
+            shutil.copy2(MONITORING_SOURCES / module, endpoint / "monitoring" / module)
         cls = staged[CLASSIFIER]
         shutil.copy2(model_file, cls / "model.onnx")
         data = model_file.parent / (model_file.name + ".data")
@@ -256,11 +266,8 @@ def build(
             shutil.copy2(data, cls / data.name)
         # Both backends' files in every version: switching --backend later re-renders only config.pbtxt.
         shutil.copy2(MODEL_SOURCES / "classifier.py", cls / "model.py")
-        post = staged[POSTPROCESS]
-        shutil.copy2(MODEL_SOURCES / "postprocess.py", post / "model.py")
-        (post / "labels.json").write_text(json.dumps(list(bundle.labels)) + "\n")
-        for name in (PREPROCESS, CLASSIFIER, POSTPROCESS):
-            shutil.copy2(MODEL_SOURCES / "sentiment_common.py", staged[name] / "sentiment_common.py")
+        for path in staged.values():
+            shutil.copy2(MODEL_SOURCES / "sentiment_common.py", path / "sentiment_common.py")
         for name, path in staged.items():
             path.rename(repo / name / str(version))
     except BaseException:
@@ -278,6 +285,7 @@ def build(
         "metrics": meta.get("metrics", {}),
         "precision": options.precision,
         "num_labels": len(bundle.labels),
+        "max_length": meta.get("max_length"),
         "built": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     manifest["options"] = asdict(options)

@@ -1,8 +1,8 @@
 """Triton python-backend model `classifier`: the local stand-in for Triton's onnxruntime backend.
 
-Same model.onnx, tensor names, shapes, dtypes and batching as the production config
-(`platform: "onnxruntime_onnx"`); only `backend: "python"` differs (`build --backend python`).
-It exists because the onnxruntime backend ships only in NVIDIA's container images.
+Same model.onnx, tensor names, shapes, dtypes, batching, threads and graph optimisation level as the
+production config (`platform: "onnxruntime_onnx"`); only `backend: "python"` differs (`build --backend
+python`). It exists because the onnxruntime backend ships only in NVIDIA's container images.
 """
 
 import json
@@ -13,16 +13,25 @@ import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 from sentiment_common import invalid_argument, parameters
 
+# `optimization.graph.level` as Triton's onnxruntime backend maps it (serving/config.py ORT_GRAPH_LEVELS).
+GRAPH_LEVELS = {
+    0: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    1: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    -1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    2: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+}
+
 
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         params = parameters(config)
         options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        level = int(config.get("optimization", {}).get("graph", {}).get("level", 0))
+        options.graph_optimization_level = GRAPH_LEVELS[level]
         # 0 = ONNX Runtime's default (all cores); set per deployment next to the instance count.
         options.intra_op_num_threads = int(params.get("intra_op_thread_count", "0"))
-        options.inter_op_num_threads = 1
+        options.inter_op_num_threads = int(params.get("inter_op_thread_count", "1"))
         # Spinning threads win on a dedicated node but steal the cores the tokenizer, the other stubs and
         # the server need when they share a few CPUs (measured: serving/README.md); off unless asked for.
         options.add_session_config_entry("session.intra_op.allow_spinning", params.get("allow_spinning", "0"))

@@ -6,9 +6,19 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from serving.config import DynamicBatching, EnsembleStep, InstanceGroup, ModelConfig, Tensor, VersionPolicy
+from serving.config import (
+    ORT_GRAPH_LEVELS,
+    TRT_CACHE_PATH,
+    DynamicBatching,
+    EnsembleStep,
+    InstanceGroup,
+    ModelConfig,
+    Tensor,
+    TensorRTProfile,
+    VersionPolicy,
+)
 from serving.errors import ConfigError
-from serving.repository import BuildOptions, model_configs
+from serving.repository import MODEL_SOURCES, BuildOptions, model_configs
 
 
 def parse(text: str) -> model_config_pb2.ModelConfig:
@@ -26,7 +36,7 @@ def parse(text: str) -> model_config_pb2.ModelConfig:
 )
 def test_every_generated_config_parses_as_triton_model_config(options: BuildOptions) -> None:
     configs = model_configs(options, num_labels=2)
-    assert sorted(configs) == ["classifier", "postprocess", "preprocess", "sentiment"]
+    assert sorted(configs) == ["classifier", "sentiment"]
     for name, config in configs.items():
         proto = parse(config.render())
         assert proto.name == name
@@ -35,12 +45,13 @@ def test_every_generated_config_parses_as_triton_model_config(options: BuildOpti
 
 
 def test_production_classifier_uses_onnxruntime_backend_with_batching_warmup_and_tensorrt() -> None:
-    proto = parse(model_configs(BuildOptions(backend="onnxruntime", gpu=True), 2)["classifier"].render())
+    options = BuildOptions(backend="onnxruntime", gpu=True)
+    proto = parse(model_configs(options, 2, max_length=64)["classifier"].render())
     assert proto.platform == "onnxruntime_onnx" and proto.backend == ""
-    assert proto.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert proto.dynamic_batching.max_queue_delay_microseconds == 0
     assert proto.instance_group[0].kind == model_config_pb2.ModelInstanceGroup.KIND_GPU
-    assert proto.optimization.graph.level == 1
-    assert proto.optimization.execution_accelerators.gpu_execution_accelerator[0].name == "tensorrt"
+    # Unset level = ORT_ENABLE_ALL in the backend's mapping (level 1 would be "extended" only).
+    assert proto.optimization.graph.level == 0
     assert proto.model_warmup[0].inputs["input_ids"].zero_data
     assert [i.name for i in proto.input] == ["input_ids", "attention_mask"]
     assert list(proto.input[0].dims) == [-1]
@@ -48,40 +59,76 @@ def test_production_classifier_uses_onnxruntime_backend_with_batching_warmup_and
     assert proto.output[0].data_type == model_config_pb2.TYPE_FP32 and list(proto.output[0].dims) == [2]
 
 
-def test_local_and_production_classifier_differ_only_in_the_engine() -> None:
-    local = parse(model_configs(BuildOptions(backend="python"), 2)["classifier"].render())
-    prod = parse(model_configs(BuildOptions(backend="onnxruntime"), 2)["classifier"].render())
-    assert (local.backend, prod.platform) == ("python", "onnxruntime_onnx")
-    for proto in (local, prod):
-        proto.ClearField("backend")
-        proto.ClearField("platform")
-        proto.ClearField("optimization")  # ORT-backend settings; the stand-in sets the same level in code
-    assert local == prod
-    # The other three models do not depend on the switch at all.
-    for name in ("preprocess", "postprocess", "sentiment"):
-        assert (
-            model_configs(BuildOptions(backend="python"), 2)[name].render()
-            == model_configs(BuildOptions(backend="onnxruntime"), 2)[name].render()
-        )
+def test_tensorrt_has_a_profile_for_the_serving_shapes_and_an_engine_cache_on_the_volume() -> None:
+    proto = parse(
+        model_configs(BuildOptions(backend="onnxruntime", gpu=True), 2, max_length=64)["classifier"].render()
+    )
+    (trt,) = proto.optimization.execution_accelerators.gpu_execution_accelerator
+    assert trt.name == "tensorrt"
+    assert dict(trt.parameters) == {
+        "precision_mode": "FP16",
+        "max_workspace_size_bytes": str(1 << 30),
+        "trt_engine_cache_enable": "1",
+        "trt_engine_cache_path": TRT_CACHE_PATH,
+        "trt_timing_cache_enable": "1",
+        "trt_timing_cache_path": TRT_CACHE_PATH,
+        # batch 1..max_batch_size, length 1..max_length: every shape the sentiment model can send
+        "trt_profile_min_shapes": "input_ids:1x1,attention_mask:1x1",
+        "trt_profile_opt_shapes": "input_ids:8x32,attention_mask:8x32",
+        "trt_profile_max_shapes": "input_ids:64x64,attention_mask:64x64",
+    }
+    with pytest.raises(ConfigError, match="min <= opt <= max"):
+        TensorRTProfile(inputs=("x",), min_shape=(1, 1), opt_shape=(8, 80), max_shape=(64, 64))
 
 
-def test_ensemble_wires_text_to_label_and_probabilities_through_the_three_steps() -> None:
+def _set_fields(proto: model_config_pb2.ModelConfig) -> dict[str, object]:
+    return {field.name: value for field, value in proto.ListFields()}
+
+
+@pytest.mark.parametrize("instances", [1, 2])
+def test_local_and_production_classifier_configs_are_equal_field_by_field(instances: int) -> None:
+    """Every field both set, compared as parsed by Triton's proto; only the engine's name may differ."""
+    options = {"instances": instances, "queue_delay_us": 1000, "intra_op_threads": 0}
+    local = parse(model_configs(BuildOptions(backend="python", **options), 2)["classifier"].render())
+    prod = parse(model_configs(BuildOptions(backend="onnxruntime", **options), 2)["classifier"].render())
+    local_fields, prod_fields = _set_fields(local), _set_fields(prod)
+    assert (local_fields.pop("backend"), prod_fields.pop("platform")) == ("python", "onnxruntime_onnx")
+    assert local_fields.keys() == prod_fields.keys()
+    for name in local_fields:
+        assert local_fields[name] == prod_fields[name], name
+    # The fields the issue names, explicitly: same threads (from the cores: no oversubscription) and batching.
+    threads = int(prod.parameters["intra_op_thread_count"].string_value)
+    assert threads >= 1 and threads * instances <= max(1, BuildOptions().threads())
+    assert prod.parameters["inter_op_thread_count"].string_value == "1"
+    assert local.dynamic_batching == prod.dynamic_batching
+    # The sentiment endpoint does not depend on the switch at all.
+    assert (
+        model_configs(BuildOptions(backend="python"), 2)["sentiment"].render()
+        == model_configs(BuildOptions(backend="onnxruntime"), 2)["sentiment"].render()
+    )
+
+
+def test_stand_in_maps_the_graph_level_like_the_onnxruntime_backend() -> None:
+    import ast
+
+    source = (MODEL_SOURCES / "classifier.py").read_text()
+    mapping = next(
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "GRAPH_LEVELS"
+    )
+    assert isinstance(mapping, ast.Dict)
+    stand_in = {ast.literal_eval(k): v.attr for k, v in zip(mapping.keys, mapping.values, strict=True)}  # type: ignore[union-attr]
+    assert stand_in == ORT_GRAPH_LEVELS
+
+
+def test_endpoint_batches_texts_and_calls_the_classifier_of_its_own_version() -> None:
     proto = parse(model_configs(BuildOptions(), 3)["sentiment"].render())
-    assert proto.platform == "ensemble"
-    assert [s.model_name for s in proto.ensemble_scheduling.step] == [
-        "preprocess",
-        "classifier",
-        "postprocess",
-    ]
-    assert all(s.model_version == -1 for s in proto.ensemble_scheduling.step)
+    assert proto.backend == "python"
     assert [(t.name, t.data_type) for t in proto.input] == [("TEXT", model_config_pb2.TYPE_STRING)]
     assert {t.name: list(t.dims) for t in proto.output} == {"LABEL": [1], "PROBABILITIES": [3]}
-    # Every ensemble tensor a step reads was written by an earlier step (or is the ensemble input).
-    produced = {"TEXT"}
-    for step in proto.ensemble_scheduling.step:
-        assert set(step.input_map.values()) <= produced, step.model_name
-        produced |= set(step.output_map.values())
-    assert {"LABEL", "PROBABILITIES"} <= produced
+    assert proto.dynamic_batching.max_queue_delay_microseconds == BuildOptions().queue_delay_us
+    assert not proto.HasField("ensemble_scheduling")  # no version -1 steps: the pin is in N/steps.json
 
 
 def test_pinned_version_renders_a_specific_policy() -> None:
@@ -193,7 +240,7 @@ def test_invalid_values_are_rejected_with_a_fix(make, message: str) -> None:  # 
 def test_length_buckets_default_to_exact_on_cpu_and_16_tokens_on_gpu() -> None:
     def multiple(options: BuildOptions) -> str:
         return (
-            parse(model_configs(options, 2)["preprocess"].render())
+            parse(model_configs(options, 2)["sentiment"].render())
             .parameters["pad_to_multiple_of"]
             .string_value
         )

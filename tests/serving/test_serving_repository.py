@@ -22,14 +22,14 @@ def config(repo: Path, model: str) -> model_config_pb2.ModelConfig:
 def test_build_writes_every_model_with_the_bundle_files(tiny_bundle: Path, tmp_path: Path) -> None:
     repo = tmp_path / "models"
     assert build(tiny_bundle, repo) == 1
-    assert (repo / "preprocess/1/tokenizer/tokenizer.json").read_bytes() == (
+    assert (repo / "sentiment/1/tokenizer/tokenizer.json").read_bytes() == (
         tiny_bundle / "tokenizer/tokenizer.json"
     ).read_bytes()
-    assert json.loads((repo / "preprocess/1/metadata.json").read_text())["max_length"] == 32
+    assert json.loads((repo / "sentiment/1/metadata.json").read_text())["max_length"] == 32
     assert (repo / "classifier/1/model.onnx").read_bytes() == (tiny_bundle / "model.onnx").read_bytes()
     assert (repo / "classifier/1/model.py").is_file()  # both engines' files: the switch is config only
-    assert json.loads((repo / "postprocess/1/labels.json").read_text()) == ["negative", "positive"]
-    assert (repo / "sentiment/1").is_dir()
+    assert json.loads((repo / "sentiment/1/labels.json").read_text()) == ["negative", "positive"]
+    assert (repo / "sentiment/1/monitoring/records.py").is_file()  # what model.py imports for records
     for model in MODELS:
         assert config(repo, model).name == model
         assert not list((repo / model).glob(".*"))  # no staging leftovers
@@ -48,6 +48,10 @@ def test_versions_increase_and_the_previous_one_stays_loadable(tiny_bundle: Path
         build(tiny_bundle, repo, version=7)
     assert (repo / "classifier/2/model.onnx").read_bytes() == (tiny_bundle / "model.int8.onnx").read_bytes()
     assert config(repo, "classifier").version_policy.latest.num_versions == 2
+    # Each endpoint version calls the classifier of its own build: a whole rollback by construction.
+    for v in (1, 2, 7):
+        steps = json.loads((repo / f"sentiment/{v}/steps.json").read_text())
+        assert steps == {"classifier": {"model": "classifier", "version": v}}
 
 
 def test_pin_is_a_rollback_and_a_new_build_releases_it(tiny_bundle: Path, tmp_path: Path) -> None:

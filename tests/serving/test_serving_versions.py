@@ -1,4 +1,5 @@
-"""Rollback is a version pin: pinning reloads the live server onto the older version, unpinning returns."""
+"""Rollback is whole: each `sentiment` version runs its own build's classifier (and tokenizer), so asking
+for an older version, or pinning it on the live server, serves the older model end to end."""
 
 from __future__ import annotations
 
@@ -69,3 +70,24 @@ def test_pin_rolls_back_to_the_previous_version_and_unpin_restores(
         pin(repo, "latest", live.http_url)
         assert admin.is_model_ready("classifier", "2")
         np.testing.assert_allclose(served(), fp32, atol=1e-4)
+
+
+def versioned(url: str, version: str) -> np.ndarray:
+    import tritonclient.http as http
+
+    text = http.InferInput("TEXT", [len(TEXTS), 1], "BYTES")
+    text.set_data_from_numpy(np.array([[t.encode()] for t in TEXTS], dtype=object))
+    result = http.InferenceServerClient(url).infer("sentiment", [text], model_version=version)
+    return result.as_numpy("PROBABILITIES").astype(np.float64)
+
+
+def test_each_endpoint_version_runs_the_classifier_of_its_own_build(live, tiny_bundle: Path) -> None:
+    """served_repo: version 1 = the int8 model, version 2 = fp32; both loaded, no pin."""
+    fp32, int8 = expected(tiny_bundle, "model.onnx"), expected(tiny_bundle, "model.int8.onnx")
+    gap = np.abs(fp32 - int8).max()
+    assert gap > 1e-4  # the two models answer measurably differently, so the test can tell them apart
+    v1, v2 = versioned(live.http_url, "1"), versioned(live.http_url, "2")
+    np.testing.assert_allclose(v1, int8, atol=gap / 5)
+    np.testing.assert_allclose(v2, fp32, atol=gap / 5)
+    # Under the old ensemble (steps at version -1) version 1 answered with the newest classifier: fp32.
+    assert np.abs(v1 - v2).max() > gap / 2
