@@ -103,9 +103,19 @@ class _StopFlag:
 
 def _storage(url: str) -> Any:
     import optuna
+    from sqlalchemy.exc import OperationalError
 
     kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    for attempt in range(5):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        except OperationalError as exc:
+            # Workers starting together race to create the schema ("table ... already exists"): the loser
+            # retries against the tables the winner made.
+            if "already exists" not in str(exc) or attempt == 4:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _sampler(cfg: TuneConfig, space: Any) -> Any:
@@ -243,10 +253,20 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     frozen = study._storage.get_trial(trial._trial_id)
     if PRUNED_AT in frozen.user_attrs:
-        study.tell(trial, state=TrialState.PRUNED)
+        _tell(study, trial, state=TrialState.PRUNED)
     else:
-        study.tell(trial, float(metrics["validation"]["accuracy"]))
+        _tell(study, trial, float(metrics["validation"]["accuracy"]))
     return EXIT_OK
+
+
+def _tell(study: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
+    try:
+        study.tell(trial, *args, **kwargs)
+    except RuntimeError as exc:
+        # GridSampler calls study.stop() once the grid is used up, which only works inside optimize(); the
+        # trial is stored before that (optuna/study/_tell.py), and this loop caps --trials at the grid size.
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def _tag_child(parent_run: str, number: int) -> None:
@@ -289,7 +309,7 @@ def tune(cfg: TuneConfig) -> int:
                 trial = study.ask()
                 if trial.number >= trials:  # another worker took the last slot between the check and ask()
                     trial.set_user_attr(STOPPED, "surplus")
-                    study.tell(trial, state=TrialState.FAIL)
+                    _tell(study, trial, state=TrialState.FAIL)
                     break
                 trial.set_user_attr(WORKER, cfg.worker_id)
             if run_trial(cfg, study, trial, space, base, parent_run) == EXIT_PREEMPTED:
