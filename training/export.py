@@ -17,89 +17,63 @@ Bundle layout (format_version 1; the contract serving reads):
 
 The bundle is written into a sibling temporary folder and renamed into place at the end, so a reader never
 sees half a bundle, and it is only written at all when the ONNX graph reproduces PyTorch (parity).
+
+The steps live one concern per module: export_onnx (PyTorch -> ONNX), export_optimize (ONNX Runtime's
+transformer fusions; model.onnx is the fused graph when it passes parity), export_parity (the check and the
+logits helpers), export_quantize (int8 of the fused graph). This module orchestrates them, writes the
+bundle and holds the CLI.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from training.errors import TrainingError
+from training.export_errors import ExportError, ParityError
+from training.export_onnx import OPSET, SINGLE_FILE_LIMIT_BYTES, export_onnx
+from training.export_optimize import optimize_graph
+from training.export_parity import (
+    INPUT_NAMES,
+    MIN_PARITY_TEXTS,
+    OUTPUT_NAME,
+    PARITY_ATOL,
+    accuracy,
+    check_parity,
+    onnx_logits,
+    torch_logits,
+)
+from training.export_quantize import quantize_int8
 
-if TYPE_CHECKING:  # heavy imports stay out of `python -m training --help`
-    import numpy as np
+__all__ = [  # the names importers use; the steps themselves live in training/export_*.py
+    "MIN_PARITY_TEXTS",
+    "OPSET",
+    "PARITY_ATOL",
+    "SINGLE_FILE_LIMIT_BYTES",
+    "ExportError",
+    "ParityError",
+    "check_parity",
+    "export_bundle",
+    "make_tiny_bundle",
+    "onnx_logits",
+    "quantize_int8",
+    "torch_logits",
+]
 
 FORMAT_VERSION = 1
-OPSET = 18
-# The issue's parity bar: logits within 1e-4 of PyTorch and the same predicted class on every text.
-PARITY_ATOL = 1e-4
-# Real runs check parity on at least this many held-out texts; tests and demos may use fewer.
-MIN_PARITY_TEXTS = 500
-# protobuf caps a message at 2 GiB; stay well under it before switching to an external data file.
-SINGLE_FILE_LIMIT_BYTES = 1_500_000_000
 DEFAULT_LABELS = ("negative", "positive")
-INPUT_NAMES = ("input_ids", "attention_mask")
-OUTPUT_NAME = "logits"
 TOKENIZER_EXTRA_FILES = ("vocab.txt", "special_tokens_map.json", "merges.txt", "vocab.json")
 
 
-class ExportError(TrainingError):
-    """The export cannot produce a trustworthy bundle; the message says what to change (CLI exit 2)."""
-
-
-class ParityError(ExportError):
-    """The ONNX graph does not reproduce PyTorch within tolerance: no bundle is written."""
-
-
 # --------------------------------------------------------------------------- pure helpers
-
-
-def check_parity(
-    reference: np.ndarray, candidate: np.ndarray, *, atol: float = PARITY_ATOL
-) -> dict[str, Any]:
-    """Compare two [n, classes] logit arrays; raise ParityError unless they agree.
-
-    Agreement means every logit within `atol` and the same argmax on every row: a tiny numeric
-    difference can still flip a near-tie, and a flipped label is what a user would notice.
-    """
-    import numpy as np
-
-    if reference.shape != candidate.shape:
-        raise ParityError(f"logit shapes differ: PyTorch {reference.shape} vs ONNX {candidate.shape}")
-    if reference.shape[0] == 0:
-        raise ParityError("parity needs at least one text: pass held-out test texts to export_bundle")
-    max_abs_diff = float(np.max(np.abs(reference.astype(np.float64) - candidate.astype(np.float64))))
-    flipped = int(np.sum(reference.argmax(axis=1) != candidate.argmax(axis=1)))
-    result = {
-        "max_abs_diff": max_abs_diff,
-        "n_texts": int(reference.shape[0]),
-        "labels_identical": flipped == 0,
-        "atol": atol,
-    }
-    if not max_abs_diff <= atol or flipped:  # `not <=` also catches NaN
-        raise ParityError(
-            f"ONNX export disagrees with PyTorch on {reference.shape[0]} texts: max |diff| {max_abs_diff:.3g} "
-            f"(allowed {atol:g}), {flipped} predicted labels differ. Check for ops exported with a different "
-            f"numeric path (e.g. fused attention) or export in float32."
-        )
-    return result
-
-
-def accuracy(logits: np.ndarray, labels: Sequence[int]) -> float:
-    import numpy as np
-
-    return float(np.mean(logits.argmax(axis=1) == np.asarray(labels)))
 
 
 def label_names(id2label: dict[int, str] | None, num_labels: int) -> list[str]:
@@ -136,6 +110,7 @@ def build_metadata(
     parity: dict[str, Any],
     quantization: dict[str, Any] | None,
     extra: dict[str, Any] | None = None,
+    graph_optimization: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """metadata.json; `extra` (the caller's metadata) adds or overrides keys such as metrics or model_version."""
     extra = dict(extra or {})
@@ -152,6 +127,7 @@ def build_metadata(
         "metrics": extra.pop("metrics", {}),
         "parity": parity,
         "quantization": quantization,
+        "graph_optimization": graph_optimization,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     meta.update(extra)
@@ -168,105 +144,6 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
     timings[key] = time.perf_counter() - t0
 
 
-def _tokenize(tokenizer: Any, texts: Sequence[str], max_length: int) -> dict[str, np.ndarray]:
-    # Dynamic padding per batch: parity then covers several sequence lengths, as serving will see them.
-    enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="np")
-    return {name: enc[name].astype("int64") for name in INPUT_NAMES}
-
-
-def _batches(texts: Sequence[str], size: int) -> list[Sequence[str]]:
-    return [texts[i : i + size] for i in range(0, len(texts), size)]
-
-
-def torch_logits(
-    model: Any, tokenizer: Any, texts: Sequence[str], max_length: int, batch_size: int = 64
-) -> np.ndarray:
-    import numpy as np
-    import torch
-
-    out = []
-    with torch.inference_mode():
-        for chunk in _batches(texts, batch_size):
-            enc = {k: torch.from_numpy(v) for k, v in _tokenize(tokenizer, chunk, max_length).items()}
-            out.append(model(**enc).logits.float().numpy())
-    return np.concatenate(out)
-
-
-def onnx_logits(
-    path: Path, tokenizer: Any, texts: Sequence[str], max_length: int, batch_size: int = 64
-) -> np.ndarray:
-    import numpy as np
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    out = [
-        session.run([OUTPUT_NAME], _tokenize(tokenizer, chunk, max_length))[0]
-        for chunk in _batches(texts, batch_size)
-    ]
-    return np.concatenate(out)
-
-
-class _LogitsOnly:
-    """Builds the nn.Module wrapper lazily (torch is imported only when exporting)."""
-
-    @staticmethod
-    def wrap(model: Any) -> Any:
-        import torch
-
-        class LogitsOnly(torch.nn.Module):
-            # Exactly the contract's inputs: BERT's token_type_ids default to zeros, which is what a
-            # single-sentence classifier uses, so serving never has to send them.
-            def __init__(self, inner: torch.nn.Module) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
-
-        return LogitsOnly(model).eval()
-
-
-def export_onnx(model: Any, tokenizer: Any, path: Path, *, max_length: int) -> None:
-    """torch.onnx.export through torch.export (dynamo) with dynamic batch and sequence axes."""
-    import torch
-
-    sample = {
-        k: torch.from_numpy(v)
-        for k, v in _tokenize(tokenizer, ["a short one", "a longer sample text"], max_length).items()
-    }
-    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
-    n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    torch.onnx.export(
-        _LogitsOnly.wrap(model),
-        (sample["input_ids"], sample["attention_mask"]),
-        str(path),
-        dynamo=True,
-        opset_version=OPSET,
-        input_names=list(INPUT_NAMES),
-        output_names=[OUTPUT_NAME],
-        dynamic_shapes={name: {0: batch, 1: sequence} for name in INPUT_NAMES},
-        external_data=n_bytes > SINGLE_FILE_LIMIT_BYTES,
-        verbose=False,
-    )
-
-
-def quantize_int8(src: Path, dst: Path) -> None:
-    """ONNX Runtime dynamic quantization: int8 weights, activations quantized per batch at run time.
-
-    ONNX Runtime's optional pre-processing (quant_pre_process) is skipped: its symbolic shape inference
-    fails on the dynamo-exported graph ("Incomplete symbolic shape inference"); the accuracy change is
-    measured and reported instead.
-    """
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        src,
-        dst,
-        weight_type=QuantType.QInt8,
-        use_external_data_format=(src.parent / (src.name + ".data")).exists(),
-    )
-
-
 def export_bundle(
     model_dir: str | Path,
     out_dir: str | Path,
@@ -276,6 +153,7 @@ def export_bundle(
     max_length: int,
     metadata: dict[str, Any] | None = None,
     quantize: bool = False,
+    optimize: bool = True,
     atol: float = PARITY_ATOL,
     batch_size: int = 64,
 ) -> dict[str, Any]:
@@ -283,7 +161,9 @@ def export_bundle(
 
     `texts` (held-out test texts, >= MIN_PARITY_TEXTS in real runs) are run through PyTorch and ONNX Runtime;
     a ParityError is raised, and nothing is written, unless they agree. `labels` (class ids for `texts`) give
-    the fp32-vs-int8 accuracy when `quantize` is set. `metadata` adds keys such as `metrics`,
+    the fp32-vs-int8 accuracy when `quantize` is set. With `optimize`, model.onnx is the graph fused by ONNX
+    Runtime's transformer optimizer when it passes the same parity check (else the plain graph, and
+    metadata.json's `graph_optimization` says why). `metadata` adds keys such as `metrics`,
     `dataset_manifest_sha256`, `model_version` or `model_name` to metadata.json.
     """
     import torch
@@ -324,6 +204,14 @@ def export_bundle(
             reference = torch_logits(model, tokenizer, texts, max_length, batch_size)
             fp32 = onnx_logits(onnx_path, tokenizer, texts, max_length, batch_size)
             parity = check_parity(reference, fp32, atol=atol)
+        graph_optimization = None
+        if optimize:
+            with _timed(timings, "optimize_s"):
+                fp32, parity, graph_optimization = _optimized(
+                    onnx_path, model.config, reference, tokenizer, texts, max_length, batch_size, atol
+                )
+            if graph_optimization["applied"]:
+                parity = {**parity, "graph": "fused"}
 
         quantization = None
         if quantize:
@@ -355,6 +243,7 @@ def export_bundle(
             parity=parity,
             quantization=quantization,
             extra=metadata,
+            graph_optimization=graph_optimization,
         )
         meta.setdefault("timings", {k: round(v, 3) for k, v in timings.items()})
         (staging / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -366,6 +255,43 @@ def export_bundle(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return meta
+
+
+def _optimized(
+    onnx_path: Path,
+    config: Any,
+    reference: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    atol: float,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Replace onnx_path with its fused graph if that passes parity; return (logits, parity, record)."""
+    fused_path = onnx_path.with_name("model.fused.onnx")
+    if onnx_path.with_name(onnx_path.name + ".data").exists():
+        # > 1.5 GB of weights: re-saving them under a new data-file name is not worth the risk here.
+        logits = onnx_logits(onnx_path, tokenizer, texts, max_length, batch_size)
+        return (
+            logits,
+            check_parity(reference, logits, atol=atol),
+            {"applied": False, "reason": "external data"},
+        )
+    try:
+        record = optimize_graph(
+            onnx_path, fused_path, num_heads=config.num_attention_heads, hidden_size=config.hidden_size
+        )
+        logits = onnx_logits(fused_path, tokenizer, texts, max_length, batch_size)
+        parity = check_parity(reference, logits, atol=atol)
+    except (ParityError, AttributeError, ValueError, RuntimeError) as exc:
+        # The plain graph already passed parity: ship it, and say why the fused one was not used.
+        for leftover in onnx_path.parent.glob("model.fused.onnx*"):
+            leftover.unlink()
+        logits = onnx_logits(onnx_path, tokenizer, texts, max_length, batch_size)
+        parity = check_parity(reference, logits, atol=atol)
+        return logits, parity, {"applied": False, "reason": f"{type(exc).__name__}: {exc}"}
+    fused_path.replace(onnx_path)
+    return logits, parity, {"applied": True, **record}
 
 
 # --------------------------------------------------------------------------- tiny bundle for tests and demos
@@ -430,89 +356,8 @@ def make_tiny_bundle(
     return out_dir
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- CLI (training/export_cli.py)
 
+from training.export_cli import _read_texts, register  # noqa: E402  (the CLI imports this module lazily)
 
-def _read_texts(path: Path, n: int) -> tuple[list[str], list[int] | None]:
-    """Texts (and labels when present) from a .jsonl/.csv/.txt file with a `text` (and `label`) column."""
-    import csv
-
-    rows: list[dict[str, Any]]
-    if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    elif path.suffix == ".csv":
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    else:
-        rows = [{"text": line} for line in path.read_text().splitlines() if line.strip()]
-    if rows and "text" not in rows[0]:
-        raise ExportError(f"{path}: no `text` column (found {sorted(rows[0])})")
-    rows = rows[:n]
-    texts = [str(r["text"]) for r in rows]
-    labels = [int(r["label"]) for r in rows] if rows and all("label" in r for r in rows) else None
-    return texts, labels
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "export",
-        help="export a trained Hugging Face model folder to the ONNX bundle serving reads",
-        description="Export MODEL_DIR to an ONNX bundle, checking parity against PyTorch on the held-out test "
-        "texts of the preset's data (or on --texts).",
-    )
-    p.add_argument("model_dir", type=Path, help="Hugging Face model folder (a run's DIR/model)")
-    p.add_argument("--out", type=Path, required=True, help="bundle folder to create (replaced if it exists)")
-    p.add_argument(
-        "--preset", default="demo", help="preset whose data split gives the test texts (default demo)"
-    )
-    p.add_argument("--data", help="dataset URI of the run, if not the preset's")
-    p.add_argument("--texts", type=Path, help="parity texts instead: .jsonl/.csv with text[,label], or .txt")
-    p.add_argument("--n-texts", type=int, default=1000, help="at most this many texts (default %(default)s)")
-    p.add_argument(
-        "--max-length", type=int, help="tokenizer truncation (default: the preset's data.max_length)"
-    )
-    p.add_argument(
-        "--quantize", action="store_true", help="also write model.int8.onnx (needs labelled texts)"
-    )
-    p.add_argument("--metrics", type=Path, help="the run's metrics.json (default: MODEL_DIR/../metrics.json)")
-    p.add_argument("--model-version", help="version string recorded in metadata.json")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides used by the run")
-    p.set_defaults(func=_cli_export)
-
-
-def _cli_export(args: argparse.Namespace) -> int:
-    from training import data, presets
-    from training.config import apply_overrides
-
-    config = apply_overrides(presets.get(args.preset), args.overrides)
-    if args.data:
-        config = apply_overrides(config, {"data.source": args.data})
-    if args.texts is not None:
-        texts, labels = _read_texts(args.texts, args.n_texts)
-    else:
-        test = data.load(config.data).test  # the same deterministic split the run was scored on
-        texts, labels = test.texts[: args.n_texts], test.labels[: args.n_texts]
-    if len(texts) < MIN_PARITY_TEXTS:
-        print(
-            f"warning: parity on {len(texts)} texts; release bundles check >= {MIN_PARITY_TEXTS}",
-            file=sys.stderr,
-        )
-    extra: dict[str, Any] = {"model_name": config.name, "model_version": args.model_version}
-    metrics_file = args.metrics or args.model_dir / ".." / "metrics.json"
-    if metrics_file.is_file():
-        run = json.loads(metrics_file.read_text())
-        extra["metrics"] = run.get("test", {})
-        extra["dataset_manifest_sha256"] = run.get("dataset_manifest_sha256")
-    # An ExportError is a TrainingError: the training CLI prints it and exits 2.
-    meta = export_bundle(
-        args.model_dir,
-        args.out,
-        texts,
-        labels,
-        max_length=args.max_length or config.data.max_length,
-        metadata=extra,
-        quantize=args.quantize,
-    )
-    summary = {"bundle": str(args.out), "parity": meta["parity"], "quantization": meta["quantization"]}
-    print(json.dumps(summary, indent=2))
-    return 0
+__all__ += ["_read_texts", "register"]

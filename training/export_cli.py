@@ -1,0 +1,106 @@
+"""`python -m training export`: re-export a saved model folder to the bundle (training/export.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from training.export_errors import ExportError
+from training.export_parity import MIN_PARITY_TEXTS
+
+
+def _read_texts(path: Path, n: int) -> tuple[list[str], list[int] | None]:
+    """Texts (and labels when present) from a .jsonl/.csv/.txt file with a `text` (and `label`) column."""
+    import csv
+
+    rows: list[dict[str, Any]]
+    if path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    elif path.suffix == ".csv":
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    else:
+        rows = [{"text": line} for line in path.read_text().splitlines() if line.strip()]
+    if rows and "text" not in rows[0]:
+        raise ExportError(f"{path}: no `text` column (found {sorted(rows[0])})")
+    rows = rows[:n]
+    texts = [str(r["text"]) for r in rows]
+    labels = [int(r["label"]) for r in rows] if rows and all("label" in r for r in rows) else None
+    return texts, labels
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "export",
+        help="export a trained Hugging Face model folder to the ONNX bundle serving reads",
+        description="Export MODEL_DIR to an ONNX bundle, checking parity against PyTorch on the held-out test "
+        "texts of the preset's data (or on --texts).",
+    )
+    p.add_argument("model_dir", type=Path, help="Hugging Face model folder (a run's DIR/model)")
+    p.add_argument("--out", type=Path, required=True, help="bundle folder to create (replaced if it exists)")
+    p.add_argument(
+        "--preset", default="demo", help="preset whose data split gives the test texts (default demo)"
+    )
+    p.add_argument("--data", help="dataset URI of the run, if not the preset's")
+    p.add_argument("--texts", type=Path, help="parity texts instead: .jsonl/.csv with text[,label], or .txt")
+    p.add_argument("--n-texts", type=int, default=1000, help="at most this many texts (default %(default)s)")
+    p.add_argument(
+        "--max-length", type=int, help="tokenizer truncation (default: the preset's data.max_length)"
+    )
+    p.add_argument(
+        "--quantize", action="store_true", help="also write model.int8.onnx (needs labelled texts)"
+    )
+    p.add_argument(
+        "--no-optimize",
+        dest="optimize",
+        action="store_false",
+        help="ship the plain exported graph (default: ONNX Runtime's transformer fusions, parity-checked)",
+    )
+    p.add_argument("--metrics", type=Path, help="the run's metrics.json (default: MODEL_DIR/../metrics.json)")
+    p.add_argument("--model-version", help="version string recorded in metadata.json")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides used by the run")
+    p.set_defaults(func=_cli_export)
+
+
+def _cli_export(args: argparse.Namespace) -> int:
+    from training import data, presets
+    from training.config import apply_overrides
+
+    config = apply_overrides(presets.get(args.preset), args.overrides)
+    if args.data:
+        config = apply_overrides(config, {"data.source": args.data})
+    if args.texts is not None:
+        texts, labels = _read_texts(args.texts, args.n_texts)
+    else:
+        test = data.load(config.data).test  # the same deterministic split the run was scored on
+        texts, labels = test.texts[: args.n_texts], test.labels[: args.n_texts]
+    if len(texts) < MIN_PARITY_TEXTS:
+        print(
+            f"warning: parity on {len(texts)} texts; release bundles check >= {MIN_PARITY_TEXTS}",
+            file=sys.stderr,
+        )
+    extra: dict[str, Any] = {"model_name": config.name, "model_version": args.model_version}
+    metrics_file = args.metrics or args.model_dir / ".." / "metrics.json"
+    if metrics_file.is_file():
+        run = json.loads(metrics_file.read_text())
+        extra["metrics"] = run.get("test", {})
+        extra["dataset_manifest_sha256"] = run.get("dataset_manifest_sha256")
+    # An ExportError is a TrainingError: the training CLI prints it and exits 2.
+    from training.export import export_bundle
+
+    meta = export_bundle(
+        args.model_dir,
+        args.out,
+        texts,
+        labels,
+        max_length=args.max_length or config.data.max_length,
+        metadata=extra,
+        quantize=args.quantize,
+        optimize=args.optimize,
+    )
+    summary = {"bundle": str(args.out), "parity": meta["parity"], "quantization": meta["quantization"]}
+    print(json.dumps(summary, indent=2))
+    return 0
