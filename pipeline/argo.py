@@ -1,0 +1,184 @@
+"""The DAG of pipeline/dag.py rendered as an Argo WorkflowTemplate plus a CronWorkflow (pure dicts, no SDK).
+
+Rendered from the same ``dag.STEPS`` the local runner executes: each step becomes a container template whose
+args are the step's argv with ``{param}`` turned into ``{{workflow.parameters.param}}``; ``depends`` becomes
+``"a.Succeeded && b.Succeeded"`` and ``when`` reads the condition step's ``flag`` output parameter (the flag
+file the step writes). infra/k8s/argo.py declares these objects in every stack, with the stack's pinned
+training image; ``python -m pipeline render`` prints them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline import dag
+
+API_VERSION = "argoproj.io/v1alpha1"
+NAMESPACE = "training"
+"""The trainer's namespace: its service account may read and write the buckets the steps use."""
+SERVICE_ACCOUNT = "trainer"
+WORK_MOUNT = "/work"
+FLAG_PATH = "/tmp/flag"
+WORK_VOLUME_SIZE = "20Gi"
+# The in-cluster image build runs buildah without a daemon; pinned by tag here, by digest where the registry
+# mirror records one (containers/README.md).
+BUILDER_IMAGE = "quay.io/buildah/stable:v1.38.0"
+# A retrain a day in dev, a week elsewhere: drift needs a window of traffic to be meaningful.
+SCHEDULES: Mapping[str, str] = {"dev": "0 3 * * *", "staging": "0 3 * * 1", "prod": "0 4 * * 1"}
+TIMEZONE = "Europe/Madrid"
+EXIT_PREEMPTED = 75
+POOLS = {
+    "system": {"nodeSelector": {"platform.eu-ml/pool": "system"}, "tolerations": []},
+    "gpu": {
+        "nodeSelector": {"platform.eu-ml/pool": "gpu"},
+        "tolerations": [
+            {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+        ],
+    },
+}
+
+
+def template_name(environment: str) -> str:
+    return f"retrain-{environment}"
+
+
+def _param(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _args(step: dag.Step) -> list[str]:
+    values = {name: f"{{{{workflow.parameters.{_param(name)}}}}}" for name in dag.Params.names()}
+    values.update(work=WORK_MOUNT, flag_file=FLAG_PATH)
+    return [part.format(**values) for part in step.command]
+
+
+def _container_template(step: dag.Step, images: Mapping[str, str], preset: str) -> dict[str, Any]:
+    gpu = step.name == "train" and preset == "gpu"
+    resources: dict[str, Any] = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
+    if gpu:
+        resources = {
+            "requests": {"cpu": "3", "memory": "12Gi", "nvidia.com/gpu": "1"},
+            "limits": {"memory": "12Gi", "nvidia.com/gpu": "1"},
+        }
+    args = _args(step)
+    template: dict[str, Any] = {
+        "name": step.name,
+        "container": {
+            "image": images[step.image],
+            "command": args[:1],
+            "args": args[1:],
+            "volumeMounts": [{"name": "work", "mountPath": WORK_MOUNT}],
+            "resources": resources,
+        },
+        **POOLS["gpu" if gpu else "system"],
+    }
+    if not template["tolerations"]:
+        del template["tolerations"]
+    if step.condition:
+        template["outputs"] = {"parameters": [{"name": "flag", "valueFrom": {"path": FLAG_PATH}}]}
+    if step.name == "train":
+        # Exit 75: preempted after a checkpoint; the retry resumes from it (training/README.md).
+        template["retryStrategy"] = {
+            "limit": "10",
+            "retryPolicy": "Always",
+            "expression": f"lastRetry.exitCode == '{EXIT_PREEMPTED}'",
+        }
+    return template
+
+
+def _task(step: dag.Step) -> dict[str, Any]:
+    task: dict[str, Any] = {"name": step.name, "template": step.name}
+    if step.depends:
+        task["depends"] = " && ".join(f"{d}.Succeeded" for d in step.depends)
+    if step.when:
+        task["when"] = f"{{{{tasks.{step.when}.outputs.parameters.flag}}}} == true"
+    return task
+
+
+def workflow_template(
+    *, training_image: str, builder_image: str | None, environment: str, params: dag.Params
+) -> dict[str, Any]:
+    dag.check()
+    images = {"training": training_image, "builder": builder_image or BUILDER_IMAGE}
+    values = {**dataclasses.asdict(params), "work": WORK_MOUNT, "env": environment, "local": "false"}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkflowTemplate",
+        "metadata": {
+            "name": template_name(environment),
+            "namespace": NAMESPACE,
+            "labels": {
+                "app.kubernetes.io/part-of": "eu-ml-platform",
+                "platform.eu-ml/environment": environment,
+            },
+        },
+        "spec": {
+            "entrypoint": "retrain",
+            "serviceAccountName": SERVICE_ACCOUNT,
+            "arguments": {"parameters": [{"name": _param(k), "value": str(v)} for k, v in values.items()]},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "work"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": WORK_VOLUME_SIZE}},
+                    },
+                }
+            ],
+            "podGC": {"strategy": "OnWorkflowSuccess"},
+            "ttlStrategy": {"secondsAfterCompletion": 7 * 24 * 3600},
+            "templates": [
+                {"name": "retrain", "dag": {"tasks": [_task(s) for s in dag.STEPS]}},
+                *(_container_template(s, images, params.preset) for s in dag.STEPS),
+            ],
+        },
+    }
+
+
+def cron_workflow(environment: str, schedule: str | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CronWorkflow",
+        "metadata": {
+            "name": template_name(environment),
+            "namespace": NAMESPACE,
+            "labels": {
+                "app.kubernetes.io/part-of": "eu-ml-platform",
+                "platform.eu-ml/environment": environment,
+            },
+        },
+        "spec": {
+            "schedules": [schedule or SCHEDULES.get(environment, SCHEDULES["staging"])],
+            "timezone": TIMEZONE,
+            # One retrain at a time: a second would race for the same promotion.
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": 3600,
+            "successfulJobsHistoryLimit": 7,
+            "failedJobsHistoryLimit": 7,
+            "workflowSpec": {"workflowTemplateRef": {"name": template_name(environment)}},
+        },
+    }
+
+
+def render(
+    *,
+    training_image: str,
+    environment: str,
+    params: dag.Params,
+    builder_image: str | None = None,
+    schedule: str | None = None,
+) -> list[dict[str, Any]]:
+    return [
+        workflow_template(
+            training_image=training_image, builder_image=builder_image, environment=environment, params=params
+        ),
+        cron_workflow(environment, schedule),
+    ]
+
+
+def to_yaml(docs: list[dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(docs, sort_keys=False)

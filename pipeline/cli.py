@@ -1,0 +1,108 @@
+"""``python -m pipeline {run,render,step}``. Only argparse at start: --help imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from pipeline import dag
+
+EXIT_USAGE = 2
+
+
+def _param_args(p: argparse.ArgumentParser) -> None:
+    defaults = dag.Params()
+    for f in dataclasses.fields(dag.Params):
+        if f.name in ("force", "work"):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        p.add_argument(flag, default=getattr(defaults, f.name), help=f"default {getattr(defaults, f.name)!r}")
+    p.add_argument("--work", default=None, help="working folder (default runs/pipeline/<time>)")
+
+
+def _params(args: argparse.Namespace, force: bool) -> dag.Params:
+    import datetime as dt
+
+    values = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(dag.Params)
+        if f.name not in ("force", "work")
+    }
+    work = args.work or f"runs/pipeline/{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    return dag.Params(**values, work=work, force="true" if force else "false")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline import runner
+
+    params = _params(args, args.force)
+    if args.mode not in ("train", "tune"):
+        print(f"error: --mode must be train or tune, got {args.mode!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.dry_run:
+        for item in runner.plan(params):
+            cond = f"  [when {item['when']} is true]" if item["when"] else ""
+            deps = f"  after {', '.join(item['depends'])}" if item["depends"] else ""
+            print(f"{item['step']}:{deps}{cond}\n    {' '.join(item['command'])}")
+            if item["condition"]:
+                print(f"    decides: {item['condition']}")
+        return 0
+    record = runner.run(params)
+    return 1 if record["outcome"].startswith("failed") else 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    from pipeline import argo
+
+    docs = argo.render(
+        training_image=args.training_image,
+        builder_image=args.builder_image,
+        environment=args.env,
+        schedule=args.schedule,
+        params=dag.Params(store=args.store, env=args.env, preset=args.preset, mode=args.mode),
+    )
+    text = argo.to_yaml(docs)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"retrain-{args.env}.yaml").write_text(text, encoding="utf-8")
+        print(json.dumps({"wrote": str(args.out / f"retrain-{args.env}.yaml")}))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    from pipeline import __doc__ as doc
+    from pipeline import steps
+
+    ap = argparse.ArgumentParser(
+        prog="python -m pipeline", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run the retraining DAG locally, step by step (exit 1 if a step failed)")
+    _param_args(p)
+    p.add_argument("--force", action="store_true", help="retrain whatever drift, data and schedule say")
+    p.add_argument("--dry-run", action="store_true", help="print the plan of steps only")
+    p.set_defaults(func=_run)
+    p = sub.add_parser("render", help="Argo WorkflowTemplate + CronWorkflow for one environment (YAML)")
+    p.add_argument(
+        "--training-image", required=True, help="pinned training image (stack output training_image)"
+    )
+    p.add_argument("--builder-image", default=None, help="image-builder image (default: pipeline/argo.py)")
+    p.add_argument("--env", default="dev")
+    p.add_argument("--schedule", default=None, help="cron (default: pipeline/argo.py per environment)")
+    p.add_argument("--store", default="s3://BUCKET/model-store", help="promotion store (bucket prefix)")
+    p.add_argument("--preset", default="gpu")
+    p.add_argument("--mode", default="train", choices=("train", "tune"))
+    p.add_argument("--out", type=Path, default=None)
+    p.set_defaults(func=_render)
+    steps.register(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.func(args) or 0)

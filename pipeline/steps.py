@@ -1,0 +1,175 @@
+"""The pipeline's own step commands (``python -m pipeline step NAME``): thin glue over the existing parts.
+
+Every decision here is written twice: a JSON with its reasons (``--out``) and, for a condition step, a flag
+file holding "true" or "false" (``--flag-file``), which is what Argo reads as the step's output parameter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("pipeline")
+
+
+def _write(path: Path | None, doc: dict[str, Any]) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _flag(path: Path | None, value: bool) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("true" if value else "false", encoding="utf-8")
+
+
+def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
+    """The record of the model live in `env` (None before the first promotion)."""
+    from promotion.store import ModelStore
+
+    current = ModelStore(store, model).champion(env)
+    return None if current is None else current[1]
+
+
+def data_check(args: argparse.Namespace) -> int:
+    from training import data, presets
+    from training.config import apply_overrides
+
+    config = apply_overrides(presets.get(args.preset), {"data.source": args.data})
+    sha = data.load(config.data).manifest["sha256"]
+    champion = _champion(args.store, args.model, args.env)
+    previous = None if champion is None else champion["lineage"].get("dataset_manifest_sha256")
+    doc = {"manifest_sha256": sha, "champion_manifest_sha256": previous, "changed": previous != sha}
+    _write(args.out, doc)
+    print(
+        f"data manifest {sha[:12]} vs champion's {str(previous)[:12]}: {'changed' if doc['changed'] else 'same'}"
+    )
+    return 0
+
+
+def decide_retrain(args: argparse.Namespace) -> int:
+    work = Path(args.work)
+    reasons: list[str] = []
+    drift_file = work / "drift" / "drift.json"
+    drift = json.loads(drift_file.read_text(encoding="utf-8"))  # the drift step succeeded: it wrote this
+    if drift.get("drift_detected"):
+        reasons.append(f"drift detected (score {drift.get('score')} over threshold {drift.get('threshold')})")
+    data_doc = json.loads((work / "decisions" / "data-check.json").read_text(encoding="utf-8"))
+    if data_doc["changed"]:
+        reasons.append("the data manifest changed since the champion was trained")
+    champion = _champion(args.store, args.model, args.env)
+    if champion is None:
+        reasons.append(f"no champion in {args.env} yet")
+    else:
+        created = dt.datetime.fromisoformat(champion["created"].replace("Z", "+00:00"))
+        age = (dt.datetime.now(dt.UTC) - created).total_seconds() / 86400
+        if age > float(args.max_model_age_days):
+            reasons.append(
+                f"the champion is {age:.1f} days old (schedule: retrain after {args.max_model_age_days})"
+            )
+    if args.force == "true":
+        reasons.append("forced (--force)")
+    retrain = bool(reasons)
+    doc = {
+        "retrain": retrain,
+        "reasons": reasons or ["no drift, same data, champion within its age limit, not forced"],
+        "drift": {k: drift.get(k) for k in ("drift_detected", "score", "threshold")},
+    }
+    _write(work / "decisions" / "decide-retrain.json", doc)
+    _flag(args.flag_file, retrain)
+    print(f"retrain: {str(retrain).lower()} ({'; '.join(doc['reasons'])})")
+    return 0
+
+
+def train(args: argparse.Namespace) -> int:
+    from training.cli import main as training_main
+
+    if args.mode == "tune":
+        argv = [
+            "tune",
+            "--preset",
+            args.preset,
+            "--trials",
+            args.trials,
+            "--trial-timeout",
+            args.trial_timeout,
+        ]
+        argv += ["--output", args.out, f"data.source={args.data}"]
+    else:
+        # Export is a step of its own (after the candidate wins), so the run does not export.
+        argv = ["train", "--preset", args.preset, "--output", args.out, "--data", args.data, "export=false"]
+    return training_main(argv)
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from promotion import gates
+    from promotion.config import load_config
+
+    metrics = json.loads((Path(args.candidate) / "metrics.json").read_text(encoding="utf-8"))
+    config = load_config(None)
+    champion = _champion(args.store, args.model, args.env)
+    results = [
+        gates.beats_baseline(metrics, config.gates),
+        gates.not_worse_than_champion(
+            metrics, champion["lineage"]["metrics"] if champion else None, config.gates, environment=args.env
+        ),
+    ]
+    wins = all(r.passed for r in results)
+    doc = {"wins": wins, "gates": [r.as_dict() for r in results]}
+    _write(args.out, doc)
+    _flag(args.flag_file, wins)
+    for r in results:
+        print(f"{r.name}: {r.status} ({r.detail})")
+    print(f"candidate wins: {str(wins).lower()}")
+    return 0
+
+
+def promote(args: argparse.Namespace) -> int:
+    from promotion.__main__ import main as promotion_main
+
+    argv = ["promote", "--env", args.env, "--candidate", args.candidate, "--store", args.store]
+    argv += ["--model-name", args.model]
+    if args.loadtest:
+        argv += ["--loadtest", args.loadtest]
+    if args.local == "true":
+        argv += ["--local-run", "--no-images"]
+    return promotion_main(argv)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("step", help="run one of the pipeline's own steps (the DAG calls these)")
+    steps = p.add_subparsers(dest="step", required=True)
+    s = steps.add_parser("data-check")
+    for a in ("--data", "--preset", "--store", "--model", "--env"):
+        s.add_argument(a, required=True)
+    s.add_argument("--out", type=Path, required=True)
+    s.set_defaults(func=data_check)
+    s = steps.add_parser("decide-retrain")
+    for a in ("--work", "--store", "--model", "--env", "--max-model-age-days"):
+        s.add_argument(a, required=True)
+    s.add_argument("--force", choices=("true", "false"), default="false")
+    s.add_argument("--flag-file", type=Path, default=None)
+    s.set_defaults(func=decide_retrain)
+    s = steps.add_parser("train")
+    s.add_argument("--mode", choices=("train", "tune"), default="train")
+    for a in ("--preset", "--data", "--trials", "--trial-timeout", "--out"):
+        s.add_argument(a, required=True)
+    s.set_defaults(func=train)
+    s = steps.add_parser("evaluate")
+    for a in ("--candidate", "--store", "--model", "--env"):
+        s.add_argument(a, required=True)
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--flag-file", type=Path, default=None)
+    s.set_defaults(func=evaluate)
+    s = steps.add_parser("promote")
+    for a in ("--candidate", "--store", "--model", "--env"):
+        s.add_argument(a, required=True)
+    s.add_argument("--local", choices=("true", "false"), default="true")
+    s.add_argument("--loadtest", default="")
+    s.set_defaults(func=promote)
