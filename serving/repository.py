@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from serving.bundle import Bundle, load_bundle
 from serving.config import (
+    TRT_CACHE_PATH,
     DynamicBatching,
     InstanceGroup,
     ModelConfig,
@@ -86,6 +87,9 @@ class BuildOptions:
     """Python stand-in only: let ORT's idle threads spin (lower latency on dedicated cores)."""
     gpu: bool = False
     """Production GPU nodes: KIND_GPU instances and the TensorRT execution accelerator (onnxruntime backend)."""
+    trt_cache_path: str = TRT_CACHE_PATH
+    """GPU only: where TensorRT keeps engines and its timing cache (a volume in the pod: a restart or a new
+    shape within the profile reuses them instead of rebuilding)."""
     max_text_bytes: int = 65536
     pad_to_multiple_of: int | None = None
     """Round padded lengths up to a multiple of this; None = 16 with gpu (fewer shapes for TensorRT, and
@@ -144,7 +148,9 @@ def model_configs(
     # One optimisation block for both engines: the onnxruntime backend applies it, the python stand-in
     # reads it from its config (graph level 0 = ORT_ENABLE_ALL, as the export's parity check ran).
     optimization = OnnxRuntimeOptimization(
-        graph_level=0, tensorrt=tensorrt_profile(options, max_length) if options.gpu else None
+        graph_level=0,
+        tensorrt=tensorrt_profile(options, max_length) if options.gpu else None,
+        trt_cache_path=options.trt_cache_path,
     )
     engine: dict[str, Any] = (
         {"platform": "onnxruntime_onnx"} if options.backend == "onnxruntime" else {"backend": "python"}

@@ -9,6 +9,7 @@ import pytest
 
 from serving.autoscale import HPA_MODEL, HPA_TARGET_QUEUE_US, Scrape, measure, parse, scrape, signals
 from serving.client import SentimentClient
+from serving.repository import ENDPOINT
 
 SAMPLE = """# HELP nv_inference_count Number of inferences performed
 # TYPE nv_inference_count counter
@@ -46,10 +47,18 @@ def test_signal_is_the_rate_ratio_and_zero_when_idle() -> None:
     assert (idle.queue_us_per_request, idle.avg_batch_size, idle.requests_per_s) == (0.0, 0.0, 0.0)
 
 
+def test_hpa_watches_the_model_where_requests_queue() -> None:
+    # Requests wait in the endpoint's batcher (texts of any length merge there); the classifier gets
+    # one merged call per endpoint instance, so its queue stays short even when the server saturates.
+    assert HPA_MODEL == ENDPOINT, (
+        f"infra/k8s/autoscaling.py HPA_MODEL is {HPA_MODEL!r}: set it to {ENDPOINT!r} (serving/README.md)"
+    )
+
+
 @pytest.mark.integration
 def test_signal_rises_above_the_hpa_target_under_load_and_falls_at_idle(server) -> None:
     idle_before = measure(server.metrics_url, 1.0)
-    assert not idle_before.get(HPA_MODEL) or not idle_before[HPA_MODEL].above_target()
+    assert not idle_before.get(ENDPOINT) or not idle_before[ENDPOINT].above_target()
 
     stop = threading.Event()
     # 48 clients, each sending 16 texts that all fill max_length: more work than one instance keeps up with
@@ -70,7 +79,7 @@ def test_signal_rises_above_the_hpa_target_under_load_and_falls_at_idle(server) 
         for _ in range(4):
             before = scrape(server.metrics_url)
             stop.wait(4.0)
-            busy = signals(before, scrape(server.metrics_url))[HPA_MODEL]
+            busy = signals(before, scrape(server.metrics_url))[ENDPOINT]
             if busy.above_target():
                 break
     finally:
@@ -79,7 +88,7 @@ def test_signal_rises_above_the_hpa_target_under_load_and_falls_at_idle(server) 
             t.join(timeout=120)
     assert not any(t.is_alive() for t in threads)
     time.sleep(2.0)  # let the last responses' statistics land before the idle window
-    idle = measure(server.metrics_url, 2.0)[HPA_MODEL]
+    idle = measure(server.metrics_url, 2.0)[ENDPOINT]
     print(f"under load: {busy}\nidle: {idle}")
     assert busy.requests_per_s > 0
     assert busy.above_target(), f"queue {busy.queue_us_per_request:.0f} us <= target {HPA_TARGET_QUEUE_US}"

@@ -102,6 +102,24 @@ def test_onnx_reproduces_pytorch_on_texts_it_was_not_checked_on(bundle: Path, tm
     assert result["labels_identical"] and result["max_abs_diff"] < 1e-4
 
 
+def test_shipped_graph_is_the_fused_one_and_int8_is_quantized_from_it(bundle: Path) -> None:
+    """model.onnx carries ONNX Runtime's fused kernels (checked by the parity above); int8 keeps them."""
+    import onnx
+
+    meta = json.loads((bundle / "metadata.json").read_text())
+    record = meta["graph_optimization"]
+    assert record["applied"] is True and record["model_type"] == "bert"
+    assert record["fused"].get("SkipLayerNormalization", 0) >= 2  # one per residual of each layer
+    assert meta["parity"]["graph"] == "fused"
+    for name in ("model.onnx", "model.int8.onnx"):
+        ops = {
+            (n.domain, n.op_type) for n in onnx.load(str(bundle / name), load_external_data=False).graph.node
+        }
+        assert ("com.microsoft", "SkipLayerNormalization") in ops, name
+    int8_ops = {n.op_type for n in onnx.load(str(bundle / "model.int8.onnx")).graph.node}
+    assert "DynamicQuantizeLinear" in int8_ops or "MatMulInteger" in int8_ops
+
+
 def test_check_parity_rejects_drift_and_flipped_labels() -> None:
     ref = np.array([[0.2, 0.1], [0.0, 1.0]], dtype=np.float32)
     ok = export.check_parity(ref, ref + 1e-6)

