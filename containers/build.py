@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import shutil
 import sys
@@ -195,8 +196,16 @@ def build_image(
         "size_bytes": size,
         "build_seconds": round(time.monotonic() - start, 1),
         "pushed": False,
+        # Read back from the built image: what the image carries, not what we asked for.
+        "labels": _image_labels(spec.ref, builder, client),
         **spec.labels,
     }
+
+
+def _image_labels(ref: str, builder: Builder, client: Any) -> dict[str, str]:
+    if builder == "buildah":
+        return dict(buildah.image_config(ref).get("Labels") or {})
+    return dict(docker_engine.image_facts(client, ref)["labels"])
 
 
 def pinned_base(image: str) -> str:
@@ -233,13 +242,21 @@ def prepare_model_repository(
             )
             bundle = make_tiny_bundle(REPO_ROOT / "build/images/serving/tiny-bundle")
             version = repository.build(bundle, target, options=BuildOptions(backend=backend))
-            return _model_labels(target, version, override="0")
+            return _model_labels(target, version, override="0") | _bundle_label(bundle)
         version = repository.build(
             bundle, target, version=model_version, options=BuildOptions(backend=backend)
         )
     manifest = repository.read_manifest(target)
     served = manifest.get("pinned") or max(int(v) for v in manifest["versions"])
-    return _model_labels(target, int(served))
+    return _model_labels(target, int(served)) | _bundle_label(bundle)
+
+
+def _bundle_label(bundle: Path | None) -> dict[str, str]:
+    """sha256 of the bundle's metadata.json bytes: what promotion's `image-carries-bundle` gate
+    compares with the candidate it judges (unknown for a ready-made --model-repository)."""
+    meta = bundle / "metadata.json" if bundle else None
+    sha = hashlib.sha256(meta.read_bytes()).hexdigest() if meta and meta.is_file() else "unknown"
+    return {"bundle_metadata_sha256": sha}
 
 
 def _model_labels(repo: Path, version: int, override: str | None = None) -> dict[str, str]:
@@ -397,6 +414,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 "MODEL_REPOSITORY": MODEL_REPOSITORY_CONTEXT,
                 "MODEL_VERSION": labels["model_version"],
                 "DATASET_MANIFEST_SHA256": labels["dataset_manifest_sha256"],
+                "BUNDLE_METADATA_SHA256": labels["bundle_metadata_sha256"],
             }
         key = build_key(image, image_version, base_digest=base_digest, model_tree=model_tree)
         if base == "local":

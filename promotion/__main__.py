@@ -79,6 +79,16 @@ def _candidate_args(p: argparse.ArgumentParser) -> None:
         help="a local run with no image registry (only where the environment allows it; never deployable)",
     )
     p.add_argument("--out", type=Path, default=None, help="also write the record here")
+    p.add_argument(
+        "--deploy-command",
+        default=None,
+        help="promote: deploys $PROMOTION_IMAGE to $PROMOTION_STACK (e.g. a script running `pulumi up`)",
+    )
+    p.add_argument(
+        "--smoke-command",
+        default=None,
+        help="promote: post-deploy check of the live endpoint; the alias moves only after it passes",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -144,6 +154,7 @@ def _print_record(record: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from promotion import promote as ops
+    from promotion.deploy import CommandDeployer
     from promotion.registry import Registry
 
     args = parser().parse_args(argv)
@@ -188,12 +199,23 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 outcome = ops.Outcome(record, None, None)
             else:
+                deployer = None
+                if args.deploy_command or args.smoke_command:
+                    if not (args.deploy_command and args.smoke_command):
+                        raise PromotionError("--deploy-command and --smoke-command go together")
+                    deployer = CommandDeployer(
+                        stack=env.stack,
+                        environment=env.name,
+                        deploy_command=args.deploy_command,
+                        smoke_command=args.smoke_command,
+                    )
                 outcome = ops.promote(
                     evidence,
                     config,
                     args.env,
                     store=store,
                     registry=Registry(args.registry_uri),
+                    deployer=deployer,
                     local_run=args.local_run,
                     requested_by=args.requested_by,
                 )
@@ -214,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             changed = update_stack_config(args.stack_config, image)
             print(f"{args.stack_config}: serving.image = {image}" + ("" if changed else " (unchanged)"))
-        return 0 if outcome.record["decision"] in ("promote", "rollback") else 1
+        return 0 if outcome.record["decision"] in ("promote", "rollback") else 1  # deploy_failed: 1
     except PromotionError as exc:
         print(f"promotion: {exc}", file=sys.stderr)
         return 2

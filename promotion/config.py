@@ -65,6 +65,10 @@ class EnvironmentConfig:
     """A recorded human approval (approver distinct from the requester) is a gate."""
     allow_local_run: bool = False
     """A local run without an image registry may be evaluated (image gate not applicable, not deployable)."""
+    promote_from: str | None = None
+    """The environment a candidate must be deployed in first (checked from the promotion records)."""
+    loadtest_from: str | None = None
+    """Whose load test judges the candidate: that environment's promotion record names it (prod: staging)."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.stack:
@@ -135,6 +139,14 @@ def parse_config(data: dict[str, Any]) -> PromotionConfig:
         )
         for name, raw in envs_raw.items()
     }
+    for env in envs.values():
+        for key in ("promote_from", "loadtest_from"):
+            other = getattr(env, key)
+            if other is not None and (other not in envs or other == env.name):
+                raise ConfigError(
+                    f"environments.{env.name}.{key}={other!r}: name another configured environment "
+                    f"({', '.join(e for e in envs if e != env.name)})"
+                )
     return PromotionConfig(gates=gates, environments=envs)
 
 

@@ -10,9 +10,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from promotion import gates
+from promotion import gates, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
+from promotion.deploy import Deployer, DeployError
 from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
 from promotion.record import build_record, rollback_record, validate_record
@@ -36,6 +37,7 @@ def run_gates(
     champion_metrics: dict[str, Any] | None,
     local_run: bool,
     requested_by: str | None,
+    store: ModelStore,
 ) -> list[gates.GateResult]:
     env = config.environment(environment)
     g = config.gates
@@ -43,7 +45,11 @@ def run_gates(
     metadata = evidence.bundle_metadata.data if evidence.bundle_metadata else None
     loadtest = evidence.loadtest.data if evidence.loadtest else None
     build = evidence.build_record.data if evidence.build_record else None
+    bundle_sha = evidence.bundle_metadata.sha256 if evidence.bundle_metadata else None
     return [
+        sequence.promoted_from(store, env, bundle_sha),
+        sequence.loadtest_source(store, env, bundle_sha, evidence.loadtest),
+        sequence.image_carries_bundle(build, bundle_sha, local_run=local_run),
         gates.beats_baseline(metrics, g),
         gates.not_worse_than_champion(metrics, champion_metrics, g, environment=env.name),
         gates.onnx_parity(metadata, g),
@@ -95,6 +101,7 @@ def evaluate(
         champion_metrics=champion_metrics,
         local_run=local_run,
         requested_by=requested_by,
+        store=store,
     )
     decision, reasons = gates.decide(results)
     record = build_record(
@@ -122,10 +129,17 @@ def promote(
     *,
     store: ModelStore,
     registry: Registry,
+    deployer: Deployer | None = None,
     local_run: bool = False,
     requested_by: str | None = None,
 ) -> Outcome:
-    """Evaluate, and always write the record; on `promote`, register a version and move the alias."""
+    """Gates (approval included) -> deploy -> post-deploy smoke -> register + alias + history.
+
+    The record is always written. A deployable candidate needs a `deployer`: the alias never
+    moves before the live endpoint passed its smoke check. A failed deploy or smoke check rolls
+    the stack back to the image it served before and leaves the alias where it was. A local run
+    (not deployable: no pushed image) only moves the registry alias.
+    """
     record = evaluate(
         evidence,
         config,
@@ -136,6 +150,27 @@ def promote(
         local_run=local_run,
         requested_by=requested_by,
     )
+    if record["decision"] == "promote" and record["deployable"]:
+        if deployer is None:
+            raise PromotionError(
+                f"{environment}: a deployable promotion needs the deploy and smoke steps "
+                "(--deploy-command and --smoke-command): the alias moves only after a successful deploy"
+            )
+        image = str(record["lineage"]["serving_image"])
+        current = store.champion(environment)
+        try:
+            deployer.up(image)
+            deployer.smoke(image)
+            record["deployment"] = {"status": "deployed", "image": image}
+        except DeployError as exc:
+            previous = current[0].serving_image if current else None
+            deployer.rollback(previous)
+            record.update(decision="deploy_failed", deployable=False)
+            record["reasons"].insert(0, f"deploy failed, rolled back to {previous or 'nothing'}: {exc}")
+            record["deployment"] = {"status": "rolled_back", "image": image, "restored": previous}
+            validate_record(record)
+            uri = store.write_record(record, render_markdown(record))
+            return Outcome(record, uri, None)
     if record["decision"] == "promote":
         version = registry.register(
             store.model,

@@ -51,6 +51,9 @@ def code_revision(metadata: dict[str, Any] | None) -> str:
 def image_ref(build_record: dict[str, Any] | None, which: str) -> str | None:
     """`name@sha256:...` when the build record has a digest; never a mutable tag."""
     image = ((build_record or {}).get("images") or {}).get(which) or {}
+    pushed = image.get("reference")
+    if image.get("pushed") and isinstance(pushed, str) and DIGEST.match(pushed.rpartition("@")[2]):
+        return pushed  # `<registry>/<repo>@sha256:...`, what the push returned and a pull confirmed
     digest, name = image.get("digest"), image.get("name")
     if not (isinstance(digest, str) and DIGEST.match(digest) and name):
         return None

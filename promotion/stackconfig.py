@@ -1,46 +1,55 @@
 """Point a stack's `serving.image` at a promoted (or rolled-back-to) image digest.
 
 The same change `pulumi config set --path serving.image REF` makes, done on the committed
-`Pulumi.<stack>.yaml` text so comments and layout survive and the change is reviewable in a
-pull request (the GitOps way for a team that applies stacks from the repository).
+`Pulumi.<stack>.yaml` with ruamel.yaml's round-trip mode, so comments, key order and layout
+survive and the change is one reviewable line in the pull request the pipeline opens (the
+repository stays the truth for what each stack runs).
 """
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
+from typing import Any
 
 from promotion.errors import PromotionError
 
-_BLOCK = re.compile(r"^(?P<indent>[ ]+)(?P<project>[\w.-]+):serving:[ ]*$")
+_PINNED = re.compile(r"[\w./:\[\]-]+@sha256:[0-9a-f]{64}|sha256:[0-9a-f]{64}")
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round-trip: comments and layout are kept
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line the author wrote on one
+    return yaml
 
 
 def set_serving_image(text: str, image: str) -> str:
-    """Return `text` with `<project>:serving: {image: ...}` set to `image` (block style only)."""
-    if not re.fullmatch(r"[\w./:-]+@sha256:[0-9a-f]{64}|sha256:[0-9a-f]{64}", image):
+    """Return `text` with `<project>:serving: {image: ...}` set to `image`."""
+    if not _PINNED.fullmatch(image):
         raise PromotionError(f"{image!r} is not an image pinned by digest (<repo>@sha256:<64 hex>)")
-    lines = text.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        match = _BLOCK.match(line.rstrip("\n"))
-        if not match:
-            continue
-        outer = len(match["indent"])
-        for j in range(i + 1, len(lines)):
-            body = lines[j].rstrip("\n")
-            if body.strip() and len(body) - len(body.lstrip(" ")) <= outer:
-                break  # left the serving block without finding `image:`
-            found = re.match(r"^(?P<lead>[ ]+image:[ ]*)(?P<value>[^#\n]*?)(?P<tail>[ ]*(#.*)?)$", body)
-            if found:
-                lines[j] = f"{found['lead']}{image}{found['tail']}" + (
-                    "\n" if lines[j].endswith("\n") else ""
-                )
-                return "".join(lines)
+    yaml = _yaml()
+    doc = yaml.load(text)
+    config = (doc or {}).get("config") or {}
+    blocks = [key for key in config if str(key).endswith(":serving")]
+    if not blocks:
+        raise PromotionError(
+            "no `<project>:serving:` block in the stack config (see infra/README.md for its keys)"
+        )
+    serving = config[blocks[0]]
+    if not hasattr(serving, "get") or "image" not in serving:
         raise PromotionError(
             "the stack config's serving block has no `image:` key: add `image: <tag>` under it"
         )
-    raise PromotionError(
-        "no `<project>:serving:` block in the stack config (see infra/README.md for its keys)"
-    )
+    if serving["image"] == image:
+        return text
+    serving["image"] = image
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
 
 
 def update_stack_config(path: Path, image: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,15 @@ def build_record() -> dict[str, Any]:
                 "builder": "docker",
                 "model_version": "3",
                 "dataset_manifest_sha256": MANIFEST_SHA,
+                # What containers.build reads back from the built image: this bundle's hash.
+                "labels": {"eu.ml-platform.bundle.metadata-sha256": BUNDLE_SHA},
             },
         }
     }
+
+
+# sha256 of export/metadata.json exactly as make_candidate writes it (write_json below).
+BUNDLE_SHA = hashlib.sha256(json.dumps(bundle_metadata()).encode()).hexdigest()
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
@@ -135,3 +142,27 @@ def make_candidate(root: Path, *, accuracy: float = 0.88) -> Path:
     write_json(root / "cost.json", {"instance_type": "local-cpu", "hours": 0.05, "usd": 0.0})
     write_json(root / "export" / "metadata.json", bundle_metadata())
     return root
+
+
+class RecordingDeployer:
+    """Stands in for `pulumi up` + the live smoke check; records the order of the calls."""
+
+    def __init__(self, fail: str | None = None, calls: list[str] | None = None) -> None:
+        self.fail = fail
+        self.calls = calls if calls is not None else []
+
+    def _step(self, step: str, image: str | None) -> None:
+        from promotion.deploy import DeployError
+
+        self.calls.append(f"{step} {image}")
+        if step == self.fail:
+            raise DeployError(f"{step} failed (test)")
+
+    def up(self, image: str) -> None:
+        self._step("up", image)
+
+    def smoke(self, image: str) -> None:
+        self._step("smoke", image)
+
+    def rollback(self, image: str | None) -> None:
+        self._step("rollback", image)

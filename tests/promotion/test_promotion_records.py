@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from promotion_fixtures import DIGEST_S, DIGEST_T, MANIFEST_SHA, make_candidate, write_json
+from promotion_fixtures import DIGEST_S, DIGEST_T, MANIFEST_SHA, RecordingDeployer, make_candidate, write_json
 
 from promotion import promote as ops
 from promotion.__main__ import main
@@ -19,6 +19,7 @@ from promotion.registry import Registry
 from promotion.store import ModelStore
 
 CFG = load_config()
+OK = RecordingDeployer()
 
 
 @pytest.fixture(scope="module")
@@ -86,13 +87,15 @@ def test_promote_champion_and_rollback(
     evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
 ) -> None:
     store = ModelStore(str(tmp_path / "store"), "m-roll")
-    first = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry)
+    first = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry, deployer=OK)
     assert first.record["model"]["version"] == "1" and registry.alias_version("m-roll", "dev") == "1"
     assert first.deploy["serving_image"].endswith(DIGEST_S)
     assert registry.version_tags("m-roll", "1")["record_id"] == first.record["record_id"]
 
     better = make_candidate(tmp_path / "run2", accuracy=0.89)
-    second = ops.promote(_evidence(evidence_files, better), CFG, "dev", store=store, registry=registry)
+    second = ops.promote(
+        _evidence(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK
+    )
     champion_gate = next(g for g in second.record["gates"] if g["name"] == "not-worse-than-champion")
     assert champion_gate["status"] == "pass" and champion_gate["measured"] == pytest.approx(0.01)
     assert second.record["lineage"]["champion"] == {"version": "1", "record_id": first.record["record_id"]}
@@ -100,7 +103,9 @@ def test_promote_champion_and_rollback(
 
     # A worse candidate is rejected against the champion (version 2 at 0.89).
     worse = make_candidate(tmp_path / "run3", accuracy=0.87)
-    third = ops.promote(_evidence(evidence_files, worse), CFG, "dev", store=store, registry=registry)
+    third = ops.promote(
+        _evidence(evidence_files, worse), CFG, "dev", store=store, registry=registry, deployer=OK
+    )
     assert third.record["decision"] == "reject" and registry.alias_version("m-roll", "dev") == "2"
 
     back = ops.rollback("dev", store=store, registry=registry, reason="p99 regression", requested_by="oncall")
@@ -134,7 +139,8 @@ def test_prod_needs_a_distinct_approver(evidence_files: dict[str, Path], tmp_pat
     ok = ops.evaluate(
         _evidence(evidence_files, approval=str(approval)), CFG, "prod", store=store, requested_by="alice"
     )
-    assert ok["decision"] == "promote" and ok["lineage"]["approver"] == "bob"
+    gate = next(g for g in ok["gates"] if g["name"] == "approval")
+    assert gate["status"] == "pass" and ok["lineage"]["approver"] == "bob"
     with pytest.raises(PromotionError, match="not allowed for prod"):
         ops.evaluate(_evidence(evidence_files), CFG, "prod", store=store, local_run=True)
 
@@ -162,7 +168,10 @@ def test_cli_exit_codes(evidence_files: dict[str, Path], tmp_path: Path, registr
         "--policy-report", str(evidence_files["policy_report"]), "--build-record", str(evidence_files["build_record"]),
     ]  # fmt: skip
     deploy = tmp_path / "deploy.json"
-    assert main(["promote", "--env", "dev", *common, *evidence, "--deploy-out", str(deploy)]) == 0
+    # A deployable promotion without its deploy and smoke steps is refused (exit 2, alias unmoved).
+    assert main(["promote", "--env", "dev", *common, *evidence]) == 2
+    steps = ["--deploy-command", "true", "--smoke-command", "true"]
+    assert main(["promote", "--env", "dev", *common, *evidence, *steps, "--deploy-out", str(deploy)]) == 0
     assert json.loads(deploy.read_text())["model_version"] == "1"
     assert "PASS  beats-baseline" in capsys.readouterr().out
     assert main(["history", "--env", "dev", *common]) == 0

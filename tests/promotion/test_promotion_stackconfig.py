@@ -53,7 +53,8 @@ def test_promote_then_rollback_moves_the_stack_image(evidence_files: dict[str, P
         write_json(evidence_files["build_record"], record)
         args = ["promote", *common, "--candidate", str(candidate), "--loadtest", str(evidence_files["loadtest"]),
                 "--policy-report", str(evidence_files["policy_report"]),
-                "--build-record", str(evidence_files["build_record"])]  # fmt: skip
+                "--build-record", str(evidence_files["build_record"]),
+                "--deploy-command", "true", "--smoke-command", "true"]  # fmt: skip
         assert main(args) == 0
         return yaml.safe_load(stack_file.read_text())["config"]["eu-ml-platform:serving"]["image"]
 
