@@ -10,13 +10,26 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from infra import lifecycle
 from infra.config import PlatformConfig
+from infra.k8s import monitoring
 from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts, prometheus_storage
+from infra.k8s.monitoring_stack import MonitoringArgs, MonitoringStack
 from infra.k8s.serving import ServingArgs, TritonServing
 from infra.k8s.workloads import CiDeployer, TrainingWorkload
-from infra.shape import GPU_TAINT, POOL_LABEL, SERVICE_ACCOUNTS, CloudPlatform, image_reference
+from infra.shape import (
+    DRIFT_PREFIX,
+    GPU_TAINT,
+    INFERENCE_PREFIX,
+    POOL_LABEL,
+    RAW_SAMPLE_PREFIX,
+    REFERENCE_PREFIX,
+    SERVICE_ACCOUNTS,
+    CloudPlatform,
+    image_reference,
+)
 
 
 def build_cloud(cfg: PlatformConfig) -> CloudPlatform:
@@ -38,7 +51,13 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
     )
     opts = pulumi.ResourceOptions(provider=provider)
     selectors = platform.pool_selectors()
-    charts = [*platform.addons, *monitoring_charts(prometheus_storage(cfg))]
+    alerting = monitoring.prometheus_values(monitoring.alert_rule_groups())
+    charts = [
+        *platform.addons,
+        *monitoring_charts(prometheus_storage(cfg), alerting),
+        monitoring.grafana_chart(),
+        monitoring.dcgm_exporter_chart(selectors["gpu"]),
+    ]
     if platform.needs_device_plugin:
         charts.append(device_plugin(selectors["gpu"]))
     if cfg.serving.scale_to_zero:
@@ -47,6 +66,8 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
 
     serving_image = image_reference(platform.image_repositories["serving"], cfg.serving.image)
     training_image = image_reference(platform.image_repositories["training"], cfg.training_image)
+    buckets = {purpose: str(uri) for purpose, uri in platform.bucket_uris.items()}
+    storage_env = monitoring.storage_env(buckets)
     serving = TritonServing(
         f"{cfg.name}-serving",
         ServingArgs(
@@ -63,6 +84,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
             labels=labels,
             placement=selectors["gpu" if cfg.serving.gpu else "serving"],
             identity_egress=tuple(platform.identity_egress),
+            env=serving_env(cfg, buckets, storage_env),
             # The HPA's metric and the ScaledObject's CRD come from the add-ons.
             after=(addons,),
         ),
@@ -84,10 +106,43 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts=opts,
     )
 
+    MonitoringStack(
+        f"{cfg.name}-monitoring",
+        MonitoringArgs(
+            alertmanager_config=pulumi.Output.secret(yaml.safe_dump(monitoring.alertmanager_document(cfg))),
+            receiver_annotations=monitoring.receiver_annotations(cfg),
+            dashboards=monitoring.dashboards(),
+            image=training_image,
+            schedule=cfg.monitoring.drift_schedule,
+            reference_url=monitoring.fsspec_url(buckets["models"], REFERENCE_PREFIX),
+            current_url=monitoring.fsspec_url(buckets["logs"], INFERENCE_PREFIX),
+            out_url=monitoring.fsspec_url(buckets["logs"], DRIFT_PREFIX),
+            storage_env=storage_env,
+            sa_annotations=platform.sa_annotations.get("monitor", {}),
+            pod_labels=platform.pod_labels.get("monitor", {}),
+            identity_egress=tuple(platform.identity_egress),
+            labels=labels,
+            after=(addons,),
+        ),
+        opts,
+    )
+
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
     for name, value in outputs.items():
         pulumi.export(name, value)
     return outputs
+
+
+def serving_env(cfg: PlatformConfig, buckets: dict[str, str], storage_env: dict[str, str]) -> dict[str, str]:
+    """Triton's monitoring environment (monitoring/environment.py): sampling and where records go."""
+    m = cfg.monitoring
+    return {
+        "MONITORING_SAMPLE_RATE": f"{m.sample_rate:g}",
+        "MONITORING_RECORDS_URL": monitoring.fsspec_url(buckets["logs"], INFERENCE_PREFIX),
+        "MONITORING_RAW_SAMPLE_RATE": f"{m.raw_sample_rate:g}",
+        "MONITORING_RAW_URL": monitoring.fsspec_url(buckets["logs"], RAW_SAMPLE_PREFIX),
+        **storage_env,
+    }
 
 
 def stack_outputs(
@@ -136,5 +191,11 @@ def stack_outputs(
         "registry": platform.registry,
         "key_ids": dict(platform.key_ids),
         "identity_principals": dict(platform.identity_principals),
+        # Where alerts go (receiver names, never keys): the policy pack requires a pager in prod.
+        "alerting": {
+            "receivers": sorted(cfg.monitoring.receivers),
+            "paging": cfg.monitoring.receivers != ("email",),
+        },
+        "drift_schedule": cfg.monitoring.drift_schedule,
         **platform.extra_outputs,
     }

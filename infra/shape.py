@@ -36,10 +36,53 @@ BUCKET_ACCESS: Mapping[str, Mapping[str, Access]] = {
     },
     "server": {"models": Access.READ},
     "ci-deployer": {},
+    # The drift job's identity: only prefix grants (below), no whole bucket.
+    "monitor": {},
+}
+
+# Prefixes of the logs and models buckets that monitoring uses (issue 13). The logs bucket also holds
+# access logs and audit trails, so monitoring identities get these prefixes only, never the bucket.
+INFERENCE_PREFIX, RAW_SAMPLE_PREFIX, DRIFT_PREFIX = "inference/", "raw-sample/", "drift/"
+REFERENCE_PREFIX = "reference/"
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixGrant:
+    bucket: str
+    prefix: str  # ends with "/"
+    access: Access
+
+
+# Least privilege below bucket level: identity -> object prefixes it may read or write.
+PREFIX_ACCESS: Mapping[str, tuple[PrefixGrant, ...]] = {
+    "trainer": (),
+    # Triton writes sampled inference records and the opt-in raw sample; it cannot read them back.
+    "server": (
+        PrefixGrant("logs", INFERENCE_PREFIX, Access.WRITE),
+        PrefixGrant("logs", RAW_SAMPLE_PREFIX, Access.WRITE),
+    ),
+    "ci-deployer": (),
+    # The drift job reads the records and the training reference, and writes its report (overwriting
+    # the previous one: GCS needs delete rights for an overwrite, so read-write on drift/ only).
+    "monitor": (
+        PrefixGrant("logs", INFERENCE_PREFIX, Access.READ),
+        PrefixGrant("models", REFERENCE_PREFIX, Access.READ),
+        PrefixGrant("logs", DRIFT_PREFIX, Access.READ_WRITE),
+    ),
 }
 # Identity -> images it may push (everyone may pull through the node identity).
-IMAGE_PUSH: Mapping[str, tuple[str, ...]] = {"trainer": (), "server": (), "ci-deployer": IMAGES}
+IMAGE_PUSH: Mapping[str, tuple[str, ...]] = {
+    "trainer": (),
+    "server": (),
+    "ci-deployer": IMAGES,
+    "monitor": (),
+}
 IDENTITIES: tuple[str, ...] = tuple(BUCKET_ACCESS)
+
+
+def accesses(identity: str) -> set[Access]:
+    """Every kind of object access the identity has (bucket and prefix grants): what its key use needs."""
+    return {*BUCKET_ACCESS[identity].values(), *(g.access for g in PREFIX_ACCESS[identity])}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +97,7 @@ SERVICE_ACCOUNTS: Mapping[str, ServiceAccountRef] = {
     "trainer": ServiceAccountRef("training", "trainer"),
     "server": ServiceAccountRef("serving", "triton"),
     "ci-deployer": ServiceAccountRef("ci", "ci-deployer"),
+    "monitor": ServiceAccountRef("drift", "monitor"),
 }
 
 POOL_LABEL = "platform.eu-ml/pool"

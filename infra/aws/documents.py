@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infra.shape import BUCKET_ACCESS, Access
+from infra.shape import BUCKET_ACCESS, PREFIX_ACCESS, Access, accesses
 
 Document = dict[str, Any]
 VERSION = "2012-10-17"
@@ -38,6 +38,11 @@ _READ_OBJECT = ["s3:GetObject", "s3:GetObjectVersion"]
 _WRITE_OBJECT = ["s3:PutObject", "s3:AbortMultipartUpload"]
 _DELETE_OBJECT = ["s3:DeleteObject"]
 _LIST_BUCKET = ["s3:ListBucket"]
+_OBJECT_ACTIONS = {
+    Access.READ: _READ_OBJECT,
+    Access.WRITE: _WRITE_OBJECT,
+    Access.READ_WRITE: _READ_OBJECT + _WRITE_OBJECT + _DELETE_OBJECT,
+}
 KMS_READ = ["kms:Decrypt"]
 KMS_WRITE = ["kms:GenerateDataKey"]
 ECR_PUSH = [
@@ -72,24 +77,36 @@ def bucket_statements(identity: str, bucket_names: Mapping[str, str]) -> list[Do
     statements: list[Document] = []
     for purpose, access in sorted(BUCKET_ACCESS[identity].items()):
         arn = bucket_arn(bucket_names[purpose])
-        actions = {
-            Access.READ: _READ_OBJECT,
-            Access.WRITE: _WRITE_OBJECT,
-            Access.READ_WRITE: _READ_OBJECT + _WRITE_OBJECT + _DELETE_OBJECT,
-        }[access]
+        actions = _OBJECT_ACTIONS[access]
         statements.append(_statement(_sid(purpose, "objects"), actions, [f"{arn}/*"]))
         if access is not Access.WRITE:
             statements.append(_statement(_sid(purpose, "list"), _LIST_BUCKET, [arn]))
+    # Prefix grants (shape.PREFIX_ACCESS): objects under the prefix; listing limited to it (s3:prefix).
+    for grant in PREFIX_ACCESS[identity]:
+        arn = bucket_arn(bucket_names[grant.bucket])
+        actions = _OBJECT_ACTIONS[grant.access]
+        sid = _sid(grant.bucket, grant.prefix.strip("/"), grant.access.value)
+        statements.append(_statement(sid, actions, [f"{arn}/{grant.prefix}*"]))
+        if grant.access is not Access.WRITE:
+            statements.append(
+                _statement(
+                    _sid(grant.bucket, grant.prefix.strip("/"), "list"),
+                    _LIST_BUCKET,
+                    [arn],
+                    # s3fs asks for `inference` (no slash) when it checks that the "folder" exists.
+                    Condition={"StringLike": {"s3:prefix": [grant.prefix.rstrip("/"), f"{grant.prefix}*"]}},
+                )
+            )
     return statements
 
 
 def key_statement(identity: str, key_arn: str) -> Document | None:
     """KMS use of the environment key, only as far as the identity's bucket access needs it."""
-    accesses = set(BUCKET_ACCESS[identity].values())
+    granted = accesses(identity)
     actions: set[str] = set()
-    if accesses & {Access.READ, Access.READ_WRITE}:
+    if granted & {Access.READ, Access.READ_WRITE}:
         actions.update(KMS_READ)
-    if accesses & {Access.WRITE, Access.READ_WRITE}:
+    if granted & {Access.WRITE, Access.READ_WRITE}:
         actions.update(KMS_WRITE)
     return _statement("EnvironmentKey", actions, [key_arn]) if actions else None
 

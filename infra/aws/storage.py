@@ -11,7 +11,7 @@ import pulumi_aws as aws
 from infra.aws import documents
 from infra.config import PlatformConfig
 from infra.naming import global_name, tags
-from infra.shape import BUCKETS
+from infra.shape import BUCKETS, RAW_SAMPLE_PREFIX
 
 ACCESS_LOG_PREFIX = "access/"
 
@@ -131,6 +131,22 @@ def lifecycle_rules(cfg: PlatformConfig, purpose: str) -> list[aws.s3.BucketLife
                 status="Enabled",
                 filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
                 expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=days),
+            )
+        )
+    if purpose == "logs":
+        # The opt-in raw text sample keeps its own short retention (S3 applies the shorter of two
+        # overlapping expirations), and its old versions go a day later instead of after 30.
+        rules.append(
+            aws.s3.BucketLifecycleConfigurationRuleArgs(
+                id="expire-raw-sample",
+                status="Enabled",
+                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=RAW_SAMPLE_PREFIX),
+                expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                    days=cfg.monitoring.raw_retention_days
+                ),
+                noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                    noncurrent_days=1
+                ),
             )
         )
     return rules

@@ -85,6 +85,24 @@ class Identities(pulumi.ComponentResource):
                     ),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[storage.accounts[owner]]),
                 )
+            for pa in roles.prefix_assignments(identity):
+                owner, container = storage.containers[pa.target]
+                azure.authorization.RoleAssignment(
+                    f"{name}-{identity}-{pa.target}-{'-'.join(p.strip('/') for p in pa.prefixes)}",
+                    principal_id=uai.principal_id,
+                    principal_type="ServicePrincipal",
+                    role_definition_id=(
+                        writer.id
+                        if pa.role == roles.WRITER_ROLE
+                        else roles.role_definition_id(subscription, pa.role)
+                    ),
+                    scope=roles.container_scope(
+                        subscription, resource_group, storage.account_names[owner], container
+                    ),
+                    condition=pa.condition,
+                    condition_version="2.0",
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[storage.accounts[owner]]),
+                )
             for a in roles.registry_assignments(identity):
                 azure.authorization.RoleAssignment(
                     f"{name}-{identity}-{a.target}",

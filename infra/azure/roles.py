@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, Access
+from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, PREFIX_ACCESS, Access
 
 # Built-in role definition ids (identical in every tenant).
 STORAGE_BLOB_DATA_READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
@@ -46,6 +46,49 @@ class Assignment:
 
 def container_assignments(identity: str) -> list[Assignment]:
     return [Assignment(identity, p, BUCKET_ROLES[a]) for p, a in sorted(BUCKET_ACCESS[identity].items())]
+
+
+_BLOBS = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs"
+
+
+def prefix_condition(access: Access, prefixes: tuple[str, ...]) -> str:
+    """ABAC condition (version 2.0) that limits a container role to blobs under `prefixes`: reading and
+    listing for readers, writing for writers (learn.microsoft.com/azure/storage/blobs/
+    storage-auth-abac-examples, "Read or list blobs in named folders")."""
+
+    def under(attribute: str) -> str:
+        return " OR ".join(f"{attribute} StringStartsWith '{p}'" for p in prefixes)
+
+    path = under(f"@Resource[{_BLOBS}:path]")
+    if access is Access.READ:
+        read = f"ActionMatches{{'{_BLOBS}/read'}}"
+        return (
+            f"((!({read} AND NOT SubOperationMatches{{'Blob.List'}})) OR ({path})) AND "
+            f"((!({read} AND SubOperationMatches{{'Blob.List'}})) OR ({under(f'@Request[{_BLOBS}:prefix]')}))"
+        )
+    writes = " AND ".join(f"!(ActionMatches{{'{a}'}})" for a in BLOB_WRITE_DATA_ACTIONS)
+    return f"(({writes}) OR ({path}))"
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixAssignment:
+    identity: str
+    target: str  # container (bucket purpose)
+    prefixes: tuple[str, ...]
+    role: str
+    condition: str
+
+
+def prefix_assignments(identity: str) -> list[PrefixAssignment]:
+    """One conditional assignment per container and access (Azure refuses a second assignment of the
+    same role to the same principal on the same scope, conditions or not)."""
+    grouped: dict[tuple[str, Access], list[str]] = {}
+    for g in PREFIX_ACCESS[identity]:
+        grouped.setdefault((g.bucket, g.access), []).append(g.prefix)
+    return [
+        PrefixAssignment(identity, bucket, tuple(p), BUCKET_ROLES[access], prefix_condition(access, tuple(p)))
+        for (bucket, access), p in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1].value))
+    ]
 
 
 def registry_assignments(identity: str) -> list[Assignment]:

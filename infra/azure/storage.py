@@ -9,7 +9,7 @@ import pulumi_azure_native as azure
 from infra.azure.keys import EnvironmentKey
 from infra.config import PlatformConfig
 from infra.naming import compact_name, tags
-from infra.shape import BUCKETS, DATA_BUCKETS
+from infra.shape import BUCKETS, DATA_BUCKETS, RAW_SAMPLE_PREFIX
 
 
 def lifecycle_rules(cfg: PlatformConfig, account: str) -> list[azure.storage.ManagementPolicyRuleArgs]:
@@ -69,6 +69,24 @@ def lifecycle_rules(cfg: PlatformConfig, account: str) -> list[azure.storage.Man
                         )
                     )
                 ),
+            )
+        )
+        # The opt-in raw text sample (a prefix of the `logs` container: Azure prefixes start with the
+        # container): its own short retention, and old versions gone a day later.
+        rules.append(
+            rule(
+                "expire-raw-sample",
+                st.ManagementPolicyActionArgs(
+                    base_blob=st.ManagementPolicyBaseBlobArgs(
+                        delete=st.DateAfterModificationArgs(
+                            days_after_modification_greater_than=cfg.monitoring.raw_retention_days
+                        )
+                    ),
+                    version=st.ManagementPolicyVersionArgs(
+                        delete=st.DateAfterCreationArgs(days_after_creation_greater_than=1)
+                    ),
+                ),
+                [f"logs/{RAW_SAMPLE_PREFIX}"],
             )
         )
     return rules

@@ -39,6 +39,7 @@ from infra.config.model import (
     Cloud,
     ClusterConfig,
     Environment,
+    MonitoringConfig,
     NetworkConfig,
     PlatformConfig,
     PoolConfig,
@@ -48,12 +49,12 @@ from infra.config.model import (
 __all__ = [
     "CLOUDS", "DATA_CLASSIFICATIONS", "DEFAULT_REGION", "ENVIRONMENTS", "EU_REGIONS", "HOURS_PER_MONTH",
     "MAX_ROTATION_DAYS", "MIN_AUDIT_RETENTION_DAYS", "OPEN_CIDRS", "PROJECT", "REQUIRED_TAGS", "AwsConfig",
-    "AzureConfig", "BudgetConfig", "Cloud", "ClusterConfig", "ConfigError", "Environment", "NetworkConfig",
+    "AzureConfig", "BudgetConfig", "Cloud", "ClusterConfig", "ConfigError", "Environment", "MonitoringConfig", "NetworkConfig",
     "PlatformConfig", "PoolConfig", "ServingConfig", "load", "parse", "project_keys",
 ]  # fmt: skip
 
 # Keys whose values are objects: Pulumi hands a program these as JSON text.
-_STRUCTURED = ("tags", "network", "cluster", "budget", "serving", "aws", "azure")
+_STRUCTURED = ("tags", "network", "cluster", "budget", "serving", "aws", "azure", "monitoring")
 
 
 def parse(raw: Mapping[str, Any], *, stack: str) -> PlatformConfig:

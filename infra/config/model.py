@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
 from pydantic.alias_generators import to_camel
 
 from infra.k8s import autoscaling
@@ -137,6 +137,46 @@ class ServingConfig(_Model):
     memory: str = "4Gi"
 
 
+# A Kubernetes CronJob schedule: five cron fields, or one of the macros the CronJob controller accepts
+# (kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#schedule-syntax).
+CRON = (
+    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
+    r"|([0-9*/,\-]+|[A-Za-z]{3}(-[A-Za-z]{3})?)( ([0-9*/,\-?]+|[A-Za-z]{3}(-[A-Za-z]{3})?)){4})$"
+)
+Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", description="e-mail addresses")]
+
+
+class MonitoringConfig(_Model):
+    """Model monitoring (issue 13): inference records, the drift job and where alerts go."""
+
+    # Share of requests that get an inference record (no text): MONITORING_SAMPLE_RATE.
+    sample_rate: float = Field(default=0.1, ge=0.0, le=1.0, description="a share in 0..1")
+    # Opt-in raw text for labelling (GDPR data minimisation: off unless asked for), at most 5%.
+    raw_sample_rate: float = Field(default=0.0, ge=0.0, le=0.05, description="a share in 0..0.05")
+    # Days the raw-sample/ prefix keeps raw text (its own lifecycle rule in every cloud's logs bucket).
+    raw_retention_days: int = Field(default=30, ge=1, le=90, description="1..90 days")
+    # When the drift job runs (UTC): daily at 03:00 by default.
+    drift_schedule: str = Field(default="0 3 * * *", pattern=CRON, description="a cron schedule")
+    # Warnings go to these addresses (default: budget.alertEmails), from `emailFrom` through `smarthost`.
+    alert_emails: tuple[Email, ...] = Field(default=(), description="a list of e-mail addresses")
+    email_from: Email = Field(default="alertmanager@example.com", description="an e-mail address")
+    smarthost: str = Field(
+        default="smtp.example.com:587",
+        pattern=r"^[A-Za-z0-9.-]+:\d{1,5}$",
+        description="host:port of the SMTP relay",
+    )
+    # Pagers for critical alerts: Pulumi secrets (`pulumi config set --secret --path
+    # monitoring.pagerdutyRoutingKey ...`); a prod stack without either fails the policy pack.
+    pagerduty_routing_key: SecretStr | None = None
+    opsgenie_api_key: SecretStr | None = None
+
+    @property
+    def receivers(self) -> tuple[str, ...]:
+        """Names of the configured receivers (never their keys): what the plan shows."""
+        pagers = (("pagerduty", self.pagerduty_routing_key), ("opsgenie", self.opsgenie_api_key))
+        return ("email", *(name for name, key in pagers if key is not None))
+
+
 class AwsConfig(_Model):
     """Who administers the cluster: IAM roles (name, optionally `path/name`) in the stack's account."""
 
@@ -199,6 +239,12 @@ class PlatformConfig(_Model):
     )
     aws: AwsConfig | None = None
     azure: AzureConfig | None = None
+    monitoring: MonitoringConfig = MonitoringConfig()
+
+    @property
+    def alert_emails(self) -> tuple[str, ...]:
+        """Where warnings go: monitoring.alertEmails, or the budget's addresses when not set."""
+        return self.monitoring.alert_emails or self.budget.alert_emails
 
     @property
     def is_prod(self) -> bool:

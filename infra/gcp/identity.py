@@ -57,6 +57,22 @@ class Identities(pulumi.ComponentResource):
                         parent=self, depends_on=[account, buckets.buckets[binding.target]]
                     ),
                 )
+            for prefix in roles.prefix_bindings(identity):
+                bucket = buckets.names[prefix.target]
+                gcp.storage.BucketIAMMember(
+                    f"{name}-{identity}-{prefix.target}-{prefix.prefix.strip('/')}",
+                    bucket=bucket,
+                    role=prefix.role,
+                    member=member,
+                    condition=gcp.storage.BucketIAMMemberConditionArgs(
+                        title=f"{prefix.prefix.strip('/')} only",
+                        description=f"{identity}: objects under {prefix.prefix} of the {prefix.target} bucket",
+                        expression=prefix.expression(bucket),
+                    ),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[account, buckets.buckets[prefix.target]]
+                    ),
+                )
             for binding in roles.repository_bindings(identity):
                 gcp.artifactregistry.RepositoryIamMember(
                     f"{name}-{identity}-{binding.target}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, Access, ServiceAccountRef
+from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, PREFIX_ACCESS, Access, ServiceAccountRef
 
 BUCKET_ROLES: Mapping[Access, str] = {
     Access.READ: "roles/storage.objectViewer",
@@ -35,6 +35,30 @@ def bucket_bindings(identity: str) -> list[Binding]:
     return [
         Binding(identity, purpose, BUCKET_ROLES[access])
         for purpose, access in sorted(BUCKET_ACCESS[identity].items())
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixBinding:
+    """A bucket role limited to one object prefix by an IAM Condition (needs uniform bucket-level access)."""
+
+    identity: str
+    target: str  # bucket purpose
+    prefix: str
+    role: str
+
+    def expression(self, bucket_name: str) -> str:
+        objects = f'resource.name.startsWith("projects/_/buckets/{bucket_name}/objects/{self.prefix}")'
+        if self.role == BUCKET_ROLES[Access.WRITE]:
+            return objects
+        # Listing is checked on the bucket itself (objects.list has no object name): allowed, so the
+        # reader can find its objects; reading stays limited to the prefix.
+        return f'resource.name == "projects/_/buckets/{bucket_name}" || {objects}'
+
+
+def prefix_bindings(identity: str) -> list[PrefixBinding]:
+    return [
+        PrefixBinding(identity, g.bucket, g.prefix, BUCKET_ROLES[g.access]) for g in PREFIX_ACCESS[identity]
     ]
 
 

@@ -8,7 +8,7 @@ import pulumi_gcp as gcp
 from infra.config import PlatformConfig
 from infra.gcp.keys import EnvironmentKey
 from infra.naming import global_name, tags
-from infra.shape import BUCKETS
+from infra.shape import BUCKETS, RAW_SAMPLE_PREFIX
 
 # GCS usage/storage logs are written by this Google group (documented by Cloud Storage).
 ANALYTICS_WRITER = "group:cloud-storage-analytics@google.com"
@@ -41,6 +41,22 @@ def lifecycle_rules(cfg: PlatformConfig, purpose: str) -> list[gcp.storage.Bucke
                 condition=condition(age=cfg.audit_retention_days, with_state="LIVE"),
             )
         )
+        # The opt-in raw text sample: its own short retention, and no old versions kept beyond a day.
+        raw = [RAW_SAMPLE_PREFIX]
+        rules += [
+            rule(
+                action=action(type="Delete"),
+                condition=condition(
+                    age=cfg.monitoring.raw_retention_days, with_state="LIVE", matches_prefixes=raw
+                ),
+            ),
+            rule(
+                action=action(type="Delete"),
+                condition=condition(
+                    days_since_noncurrent_time=1, with_state="ARCHIVED", matches_prefixes=raw
+                ),
+            ),
+        ]
     return rules
 
 

@@ -4,8 +4,9 @@ Prometheus + Prometheus-adapter pair that feeds Triton's queue time to the HPA."
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -68,8 +69,14 @@ def device_plugin(gpu_pool: PoolSelector) -> HelmChart:
     )
 
 
-def monitoring_charts(storage: PrometheusStorage) -> list[HelmChart]:
+def monitoring_charts(
+    storage: PrometheusStorage, alerting: Mapping[str, Any] | None = None
+) -> list[HelmChart]:
+    """The Prometheus server and the adapter; `alerting` (infra/k8s/monitoring.py, prometheus_values)
+    adds the alert rules, the Alertmanager target and the Pushgateway to the server's chart."""
     system = dict(POOL_SELECTORS["system"].node_selector)
+    extra = dict(alerting or {})
+    server_extra = extra.pop("server", {})
     return [
         # Only the server: it scrapes pods annotated `prometheus.io/scrape` (Triton's :8002/metrics).
         HelmChart(
@@ -91,7 +98,9 @@ def monitoring_charts(storage: PrometheusStorage) -> list[HelmChart]:
                     "retentionSize": f"{storage.retention_size_gb}GB",
                     "persistentVolume": {"enabled": True, "size": f"{storage.volume_gi}Gi"},
                     "nodeSelector": system,
+                    **server_extra,
                 },
+                **extra,
             },
         ),
         HelmChart(

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from infra.k8s import autoscaling
 from infra.k8s.addons import MONITORING_NAMESPACE, PROMETHEUS_URL
+from infra.k8s.netpol import dns_egress, identity_and_https_egress
 from infra.shape import POOL_SELECTORS, SERVICE_ACCOUNTS, PoolSelector
 
 APP = "triton"
@@ -25,9 +26,6 @@ STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 60
 CLIENT_NAMESPACE_LABEL = "platform.eu-ml/triton-client"
 # KEDA (dev scale-to-zero): keep one replica during Madrid office hours, none at night and at weekends.
 WORKING_HOURS = {"timezone": "Europe/Madrid", "start": "0 8 * * 1-5", "end": "0 20 * * 1-5"}
-# Cloud APIs (S3/STS, Google APIs, Entra ID and Blob storage) are public HTTPS endpoints; private and
-# link-local ranges stay closed, so this opens no path to other pods, nodes or the VPC.
-PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
     "pod-security.kubernetes.io/audit": "restricted",
@@ -51,6 +49,8 @@ class ServingArgs:
     placement: PoolSelector = POOL_SELECTORS["serving"]
     # Endpoints the pod's cloud identity needs ({"cidr", "ports": [(protocol, port)]}; CloudPlatform).
     identity_egress: tuple[Mapping[str, Any], ...] = ()
+    # Environment of the Triton container: the monitoring contract (monitoring/environment.py).
+    env: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     # Resources that must exist first: the add-ons serving the HPA metric and KEDA's CRDs.
     after: tuple[pulumi.Resource, ...] = ()
 
@@ -99,6 +99,7 @@ class TritonServing(pulumi.ComponentResource):
             name=APP,
             image=args.image,
             image_pull_policy="IfNotPresent",
+            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(args.env.items())] or None,
             ports=[
                 k8s.core.v1.ContainerPortArgs(name="http", container_port=HTTP_PORT),
                 k8s.core.v1.ContainerPortArgs(name="grpc", container_port=GRPC_PORT),
@@ -274,48 +275,7 @@ class TritonServing(pulumi.ComponentResource):
                 ],
                 # DNS; the identity endpoint of the cloud (Pod Identity agent, GKE metadata server); and
                 # HTTPS to the cloud's public APIs (token exchange, the models bucket). Nothing else.
-                egress=[
-                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                        to=[
-                            k8s.networking.v1.NetworkPolicyPeerArgs(
-                                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                                    match_labels={"kubernetes.io/metadata.name": "kube-system"}
-                                ),
-                                pod_selector=k8s.meta.v1.LabelSelectorArgs(
-                                    match_labels={"k8s-app": "kube-dns"}
-                                ),
-                            )
-                        ],
-                        ports=[
-                            k8s.networking.v1.NetworkPolicyPortArgs(port=53, protocol="UDP"),
-                            k8s.networking.v1.NetworkPolicyPortArgs(port=53, protocol="TCP"),
-                        ],
-                    ),
-                    *[
-                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                            to=[
-                                k8s.networking.v1.NetworkPolicyPeerArgs(
-                                    ip_block=k8s.networking.v1.IPBlockArgs(cidr=rule["cidr"])
-                                )
-                            ],
-                            ports=[
-                                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol=protocol)
-                                for protocol, port in rule["ports"]
-                            ],
-                        )
-                        for rule in identity_egress
-                    ],
-                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                        to=[
-                            k8s.networking.v1.NetworkPolicyPeerArgs(
-                                ip_block=k8s.networking.v1.IPBlockArgs(
-                                    cidr="0.0.0.0/0", except_=list(PRIVATE_RANGES)
-                                )
-                            )
-                        ],
-                        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=443, protocol="TCP")],
-                    ),
-                ],
+                egress=[dns_egress(), *identity_and_https_egress(identity_egress)],
             ),
             opts=opts,
         )

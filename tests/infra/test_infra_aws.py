@@ -147,9 +147,27 @@ def test_identity_policies_grant_exactly_the_access_table(updates: dict[str, Pla
             "Action": ["s3:ListBucket"],
             "Resource": ["arn:aws:s3:::acme-mlp-dev-models"],
         },
+        # Inference records and the opt-in raw sample: write-only, under their prefixes of the logs bucket.
+        {
+            "Sid": "LogsInferenceWrite",
+            "Effect": "Allow",
+            "Action": ["s3:AbortMultipartUpload", "s3:PutObject"],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-logs/inference/*"],
+        },
+        {
+            "Sid": "LogsRawSampleWrite",
+            "Effect": "Allow",
+            "Action": ["s3:AbortMultipartUpload", "s3:PutObject"],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-logs/raw-sample/*"],
+        },
     ]
     assert policy("mlp-dev-identities-server-key") == [
-        {"Sid": "EnvironmentKey", "Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": [key_arn]}
+        {
+            "Sid": "EnvironmentKey",
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Resource": [key_arn],
+        }
     ]
     repos = [f"arn:aws:ecr:eu-south-2:123456789012:repository/mlp-dev/{i}" for i in ("serving", "training")]
     ci = policy("mlp-dev-identities-ci-deployer-access")

@@ -121,9 +121,10 @@ def test_platform_pieces_present(plans: dict[str, Plan], stack: str) -> None:
         "kubernetes:apps/v1:Deployment",
         "kubernetes:autoscaling/v2:HorizontalPodAutoscaler",
         "kubernetes:policy/v1:PodDisruptionBudget",
-        "kubernetes:core/v1:Service",
     ):
         assert len(p.of_type(token)) == 1, token
+    services = {r["inputs"]["metadata"]["name"] for r in p.of_type("kubernetes:core/v1:Service")}
+    assert services == {"triton", "alertmanager"}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -234,7 +235,7 @@ def test_hpa_scales_on_queue_time_within_the_configured_bounds(plans: dict[str, 
 @pytest.mark.parametrize("stack", STACKS)
 def test_network_policy_and_service(plans: dict[str, Plan], stack: str) -> None:
     p = plans[stack]
-    assert p.one("kubernetes:core/v1:Service")["inputs"]["spec"]["type"] == "ClusterIP"
+    assert p.one("kubernetes:core/v1:Service", "-serving-service")["inputs"]["spec"]["type"] == "ClusterIP"
     policies = {
         r["inputs"]["metadata"]["name"]: r["inputs"]["spec"]
         for r in p.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
@@ -252,7 +253,12 @@ def test_training_support_and_ci_rbac(plans: dict[str, Plan], stack: str) -> Non
         (r["inputs"]["metadata"]["namespace"], r["inputs"]["metadata"]["name"])
         for r in p.of_type("kubernetes:core/v1:ServiceAccount")
     }
-    assert sas == {("training", "trainer"), ("serving", "triton"), ("ci", "ci-deployer")}
+    assert sas == {
+        ("training", "trainer"),
+        ("serving", "triton"),
+        ("ci", "ci-deployer"),
+        ("drift", "monitor"),
+    }
     quota = p.one("kubernetes:core/v1:ResourceQuota")["inputs"]["spec"]["hard"]
     assert quota == {
         "requests.nvidia.com/gpu": str(cfg.cluster.gpu_pool.max_nodes * cfg.cluster.gpu_pool.gpus_per_node)

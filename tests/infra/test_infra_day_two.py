@@ -169,7 +169,7 @@ def test_outputs_after_up_name_endpoint_principals_keys_and_registry(
 ) -> None:
     out, cloud = updates[stack]["outputs"], updates[stack]["cloud"]
     assert out["cluster_endpoint"] == ENDPOINT_FORMS[cloud]
-    assert set(out["identity_principals"]) == {"trainer", "server", "ci-deployer"}
+    assert set(out["identity_principals"]) == {"trainer", "server", "ci-deployer", "monitor"}
     principal = out["identity_principals"]["trainer"]
     assert {
         "aws": principal == "arn:mock:aws:iam/role:Role:mlp-dev-identities-trainer",

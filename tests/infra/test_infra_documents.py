@@ -83,9 +83,23 @@ def test_trainer_statements_exact() -> None:
     }
 
 
-def test_server_reads_models_only() -> None:
+def test_server_reads_models_and_writes_only_its_logs_prefixes() -> None:
     doc = documents.identity_policy("server", NAMES, [])
-    assert doc["Statement"] == [
+    assert doc["Statement"][2:] == [
+        {
+            "Sid": "LogsInferenceWrite",
+            "Effect": "Allow",
+            "Action": ["s3:AbortMultipartUpload", "s3:PutObject"],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-logs/inference/*"],
+        },
+        {
+            "Sid": "LogsRawSampleWrite",
+            "Effect": "Allow",
+            "Action": ["s3:AbortMultipartUpload", "s3:PutObject"],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-logs/raw-sample/*"],
+        },
+    ]
+    assert doc["Statement"][:2] == [
         {
             "Sid": "ModelsObjects",
             "Effect": "Allow",
@@ -99,7 +113,8 @@ def test_server_reads_models_only() -> None:
             "Resource": ["arn:aws:s3:::acme-mlp-dev-models"],
         },
     ]
-    assert documents.key_statement("server", KEY)["Action"] == ["kms:Decrypt"]  # type: ignore[index]
+    # Reading models decrypts; writing records generates data keys.
+    assert documents.key_statement("server", KEY)["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]  # type: ignore[index]
 
 
 def test_ci_deployer_pushes_images_and_touches_no_data_or_key() -> None:
@@ -133,8 +148,9 @@ def test_every_bucket_a_role_touches_is_one_it_needs() -> None:
             "acme-mlp-dev-checkpoints",
             "acme-mlp-dev-models",
         },
-        "server": {"acme-mlp-dev-models"},
+        "server": {"acme-mlp-dev-models", "acme-mlp-dev-logs"},
         "ci-deployer": set(),
+        "monitor": {"acme-mlp-dev-models", "acme-mlp-dev-logs"},
     }
     for identity in IDENTITIES:
         doc = documents.identity_policy(identity, NAMES, [])

@@ -143,11 +143,13 @@ def test_identities_bind_one_kubernetes_sa_and_single_buckets(gcp: Plan) -> None
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[training/trainer]",
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[serving/triton]",
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[ci/ci-deployer]",
+        "serviceAccount:acme-ml-platform-dev.svc.id.goog[drift/monitor]",
     }
+    # Whole-bucket grants (prefix grants carry an IAM condition: test_infra_monitoring.py).
     granted = {
         (r["inputs"]["member"], r["inputs"]["bucket"], r["inputs"]["role"])
         for r in gcp.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-        if r["inputs"]["member"].startswith("serviceAccount:")
+        if r["inputs"]["member"].startswith("serviceAccount:") and "condition" not in r["inputs"]
     }
     trainer = "serviceAccount:mlp-gcp-dev-trainer@acme-ml-platform-dev.iam.gserviceaccount.com"
     server = "serviceAccount:mlp-gcp-dev-server@acme-ml-platform-dev.iam.gserviceaccount.com"
