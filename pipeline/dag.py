@@ -230,6 +230,8 @@ STEPS: tuple[Step, ...] = (
             "{local}",
             "--loadtest",
             "{loadtest}",
+            "--out",
+            DECISIONS + "/promote.json",
         ),
         depends=("images",),
         why="python -m promotion promote (gates, record, registry alias)",

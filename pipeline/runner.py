@@ -116,7 +116,8 @@ def outcome(status: Mapping[str, str], work: Path) -> str:
     if failed:
         return f"failed at {failed[0]}"
     if status.get("promote") == "succeeded":
-        return "promoted"
+        promoted = _decision(work, "promote").get("promoted")
+        return "promoted" if promoted else "promotion rejected by its gates (see the promotion record)"
     if status.get("train") == "skipped":
         return "no retraining needed"
     if status.get("export") == "skipped":

@@ -139,7 +139,10 @@ def promote(args: argparse.Namespace) -> int:
         argv += ["--loadtest", args.loadtest]
     if args.local == "true":
         argv += ["--local-run", "--no-images"]
-    return promotion_main(argv)
+    rc = promotion_main(argv)
+    # 1 = a gate rejected the candidate: a decision (recorded by promotion), not a broken step.
+    _write(args.out, {"promoted": rc == 0, "exit_code": rc})
+    return 0 if rc in (0, 1) else rc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -172,4 +175,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.add_argument(a, required=True)
     s.add_argument("--local", choices=("true", "false"), default="true")
     s.add_argument("--loadtest", default="")
+    s.add_argument("--out", type=Path, default=None)
     s.set_defaults(func=promote)
