@@ -122,6 +122,7 @@ def test_no_drift_same_data_fresh_champion_means_no_training(env: dict) -> None:
     assert stored["inputs"]["preset"] == "smoke" and stored["outcome"] == record["outcome"]
 
 
+@pytest.mark.slow
 def test_drift_trains_and_a_winning_candidate_goes_to_promotion(env: dict) -> None:
     record = run(env, "drift", drift=True, champion_accuracy=0.50)
     status = statuses(record)

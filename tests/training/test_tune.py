@@ -160,9 +160,10 @@ def _cli(out: Path, space_file: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_preempted_trial_resumes_as_the_same_trial(tmp_path: Path) -> None:
     out = tmp_path / "study"
-    cmd = _cli(out, lr_space(tmp_path, [3e-3], epochs="20"), "--trials", "1", "--trial-timeout", "25")
+    cmd = _cli(out, lr_space(tmp_path, [3e-3], epochs="8"), "--trials", "1", "--trial-timeout", "20")
     cmd += ["--worker", "w0"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     checkpoints = out / "trials" / "0" / "checkpoints"
@@ -187,12 +188,14 @@ def test_preempted_trial_resumes_as_the_same_trial(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_two_workers_on_one_sqlite_study_never_run_the_same_trial(tmp_path: Path) -> None:
     out = tmp_path / "study"
     space_file = space(
         tmp_path,
         {"optim.lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True, "grid": [1e-3]}},
-        epochs="2",
+        epochs="1",
+        eval_every_steps="25",
     )
     env = {**os.environ, "TRAINING_MLFLOW": "0"}
     procs = {
@@ -201,7 +204,7 @@ def test_two_workers_on_one_sqlite_study_never_run_the_same_trial(tmp_path: Path
                 out,
                 space_file,
                 "--trials",
-                "4",
+                "3",
                 "--trial-timeout",
                 "60",
                 "--worker",
@@ -225,9 +228,9 @@ def test_two_workers_on_one_sqlite_study_never_run_the_same_trial(tmp_path: Path
         for w, log in logs.items()
     }
     assert not ran["a"] & ran["b"], ran
-    assert ran["a"] | ran["b"] == {0, 1, 2, 3}
+    assert ran["a"] | ran["b"] == {0, 1, 2}
     record = study(out)
-    assert sorted(t["number"] for t in record["trials"]) == [0, 1, 2, 3]
+    assert sorted(t["number"] for t in record["trials"]) == [0, 1, 2]
     assert all(t["state"] == "COMPLETE" for t in record["trials"])
-    for n in range(4):  # each trial's run happened once (one attempt)
+    for n in range(3):  # each trial's run happened once (one attempt)
         assert json.loads((out / "trials" / str(n) / "metrics.json").read_text())["attempts"] == 1
