@@ -53,7 +53,8 @@ def lock_pins(lock: Path = LOCK) -> dict[str, str]:
     """{canonical name: version} of every `name==version` line of the lock."""
     pins: dict[str, str] = {}
     for line in lock.read_text().splitlines():
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line.strip())
+        # `name[extras]==version \` (hashed locks keep the extras pip must see pinned).
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\]+)", line.strip())
         if m:
             pins[canonicalize_name(m.group(1))] = m.group(2)
     return pins

@@ -85,6 +85,12 @@ def _candidate_args(p: argparse.ArgumentParser) -> None:
         help="promote: deploys $PROMOTION_IMAGE to $PROMOTION_STACK (e.g. a script running `pulumi up`)",
     )
     p.add_argument(
+        "--post-deploy-loadtest",
+        type=Path,
+        default=None,
+        help="promote: the load test the smoke command writes ($PROMOTION_LOADTEST_OUT); stored with the record",
+    )
+    p.add_argument(
         "--smoke-command",
         default=None,
         help="promote: post-deploy check of the live endpoint; the alias moves only after it passes",
@@ -208,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                         environment=env.name,
                         deploy_command=args.deploy_command,
                         smoke_command=args.smoke_command,
+                        post_deploy_loadtest=args.post_deploy_loadtest,
                     )
                 outcome = ops.promote(
                     evidence,

@@ -6,6 +6,8 @@ workflows call the CLI.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,9 @@ from promotion.evidence import Evidence
 from promotion.record import build_record, rollback_record, validate_record
 from promotion.registry import Registry
 from promotion.store import ModelStore
+
+# The load test the smoke check ran against the live endpoint, stored beside the record.
+LIVE_LOADTEST = "post-deploy-loadtest.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,10 @@ def evaluate(
         raise PromotionError(
             f"--local-run is not allowed for {environment}: it deploys pinned images only (allow_local_run = false)"
         )
+    if env.loadtest_from and evidence.loadtest is None:
+        evidence = dataclasses.replace(
+            evidence, loadtest=sequence.recorded_loadtest(store, env.loadtest_from, evidence, LIVE_LOADTEST)
+        )
     current = store.champion(env.name)
     champion_metrics = current[1]["lineage"]["metrics"] if current else None
     results = run_gates(
@@ -160,8 +169,15 @@ def promote(
         current = store.champion(environment)
         try:
             deployer.up(image)
-            deployer.smoke(image)
-            record["deployment"] = {"status": "deployed", "image": image}
+            live_loadtest = deployer.smoke(image)
+            record["deployment"] = {
+                "status": "deployed",
+                "image": image,
+                "loadtest_sha256": hashlib.sha256(live_loadtest).hexdigest() if live_loadtest else None,
+            }
+            if live_loadtest:
+                # Judges the next environment (its `loadtest_from`): kept beside the record.
+                store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
         except DeployError as exc:
             previous = current[0].serving_image if current else None
             deployer.rollback(previous)

@@ -5,8 +5,9 @@ candidate, and whether the serving image really carries this candidate's bundle.
   only if it is deployed in dev, and prod only if it is deployed in staging, according to the
   store's history and records (a rolled-back promotion no longer counts). Not a convention: the
   records are the evidence.
-- `loadtest-source`: an environment with `loadtest_from` (prod) is judged on the load test that
-  environment's (staging's) own promotion recorded for this candidate, never on another one.
+- `loadtest-source`: an environment with `loadtest_from` (prod: staging) is judged on the load
+  test that environment's smoke check ran against its live deployment of this candidate (stored
+  beside its record), never on another one; without --loadtest it is taken from the store.
 - `image-carries-bundle`: the serving image's label `eu.ml-platform.bundle.metadata-sha256`
   (read back from the built image into the build record) equals the candidate's bundle hash.
 """
@@ -70,7 +71,7 @@ def loadtest_source(
             )
         return GateResult(name, "pass", declared, env.name, f"{env.name} is judged on its own load test")
     record = _deployed_record(store, source, bundle_sha)
-    expected = record["lineage"].get("loadtest_sha256") if record else None
+    expected = (record.get("deployment") or {}).get("loadtest_sha256") if record else None
     got = loadtest.sha256 if loadtest else None
     if expected and got == expected:
         return GateResult(
@@ -84,6 +85,22 @@ def loadtest_source(
         f"{env.name} is judged on {source}'s own load test: pass the load test file that "
         f"{source}'s promotion recorded (sha256 {str(expected)[:12]}), not another one",
     )
+
+
+def recorded_loadtest(store: ModelStore, source: str, evidence: Any, name: str) -> Any:
+    """The load test `source`'s deployment of this candidate ran against its live endpoint, as a
+    Document (None when there is none: the loadtest gates then fail and say so)."""
+    from promotion.evidence import Document, sha256
+
+    bundle_sha = evidence.bundle_metadata.sha256 if evidence.bundle_metadata else None
+    record = _deployed_record(store, source, bundle_sha)
+    raw = store.read_attachment(record["record_id"], name) if record else None
+    if raw is None:
+        return None
+    import json
+
+    uri = f"{store.record_uri(record['record_id'])} ({name})"
+    return Document(uri=uri, data=json.loads(raw), sha256=sha256(raw))
 
 
 def image_carries_bundle(

@@ -56,6 +56,15 @@ class ModelStore:
         write_bytes(self.record_uri(record["record_id"], "md"), card_markdown.encode())
         return uri
 
+    def write_attachment(self, record_id: str, name: str, data: bytes) -> str:
+        """A file that belongs to a record (e.g. the post-deploy load test), beside it."""
+        uri = join(self.root, self.model, "records", f"{record_id}.{name}")
+        write_bytes(uri, data)
+        return uri
+
+    def read_attachment(self, record_id: str, name: str) -> bytes | None:
+        return read_bytes(join(self.root, self.model, "records", f"{record_id}.{name}"))
+
     def read_record(self, record_id: str) -> dict[str, Any]:
         raw = read_bytes(self.record_uri(record_id))
         if raw is None:

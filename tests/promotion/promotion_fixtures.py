@@ -147,9 +147,13 @@ def make_candidate(root: Path, *, accuracy: float = 0.88) -> Path:
 class RecordingDeployer:
     """Stands in for `pulumi up` + the live smoke check; records the order of the calls."""
 
-    def __init__(self, fail: str | None = None, calls: list[str] | None = None) -> None:
+    def __init__(
+        self, fail: str | None = None, calls: list[str] | None = None, live_loadtest: Path | None = None
+    ) -> None:
         self.fail = fail
         self.calls = calls if calls is not None else []
+        self.live_loadtest = live_loadtest
+        """The load test the smoke check 'ran' against the live endpoint."""
 
     def _step(self, step: str, image: str | None) -> None:
         from promotion.deploy import DeployError
@@ -161,8 +165,9 @@ class RecordingDeployer:
     def up(self, image: str) -> None:
         self._step("up", image)
 
-    def smoke(self, image: str) -> None:
+    def smoke(self, image: str) -> bytes | None:
         self._step("smoke", image)
+        return self.live_loadtest.read_bytes() if self.live_loadtest else None
 
     def rollback(self, image: str | None) -> None:
         self._step("rollback", image)

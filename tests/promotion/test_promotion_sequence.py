@@ -8,6 +8,7 @@ The registry is MLflow's real sqlite registry; the deployer records the calls it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from promotion_fixtures import RecordingDeployer, build_record, loadtest, policy
 
 from promotion import promote as ops
 from promotion.config import ConfigError, load_config, parse_config
-from promotion.evidence import load_evidence
+from promotion.evidence import load_evidence, sha256
 from promotion.registry import Registry
 from promotion.store import ModelStore
 
@@ -55,40 +56,45 @@ def test_staging_refuses_a_candidate_never_deployed_in_dev(
     assert any("never deployed to dev" in r for r in record["reasons"])
 
 
-def test_dev_then_staging_then_prod_on_staging_load_test(
+def test_dev_then_staging_then_prod_each_on_the_previous_live_load_test(
     evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
 ) -> None:
     store = ModelStore(str(tmp_path / "store"), "m-seq")
     calls: list[str] = []
-    deployer = RecordingDeployer(calls=calls)
+    dev_live = write_json(tmp_path / "dev-live.json", loadtest() | {"environment": "dev"})
     dev = ops.promote(
-        _evidence(evidence_files, "dev"), CFG, "dev", store=store, registry=registry, deployer=deployer
-    )
+        _evidence(evidence_files, "dev"), CFG, "dev", store=store, registry=registry,
+        deployer=RecordingDeployer(calls=calls, live_loadtest=dev_live),
+    )  # fmt: skip
     assert dev.record["decision"] == "promote"
     image = dev.record["lineage"]["serving_image"]
     assert calls == [f"up {image}", f"smoke {image}"]  # deployed and checked before the alias moved
     assert registry.alias_version("m-seq", "dev") == dev.record["model"]["version"]
 
-    staging_lt = write_json(tmp_path / "staging-loadtest.json", loadtest() | {"environment": "staging"})
+    # staging: no --loadtest; dev's live load test is read from the store beside dev's record.
+    staging_live = write_json(tmp_path / "staging-live.json", loadtest() | {"environment": "staging"})
+    staging_evidence = dataclasses.replace(_evidence(evidence_files, "staging"), loadtest=None)
     staging = ops.promote(
-        _evidence(evidence_files, "staging", lt=staging_lt), CFG, "staging", store=store, registry=registry,
-        deployer=deployer,
+        staging_evidence, CFG, "staging", store=store, registry=registry,
+        deployer=RecordingDeployer(live_loadtest=staging_live),
     )  # fmt: skip
     assert staging.record["decision"] == "promote", staging.record["reasons"]
+    assert staging.record["lineage"]["loadtest_sha256"] == sha256(dev_live.read_bytes())
     assert _gate(staging.record, "promoted-from")["measured"] == dev.record["record_id"]
 
     approval = write_json(
         tmp_path / "approval.json",
         {"approver": "bob", "approved_at": "2026-12-02T10:00:00Z", "environment": "prod"},
     )
-    # dev's load test does not judge prod ...
+    # Another load test (here dev's live one) does not judge prod ...
     on_dev = ops.evaluate(
-        _evidence(evidence_files, "prod", approval=approval), CFG, "prod", store=store, requested_by="alice"
-    )
+        _evidence(evidence_files, "prod", lt=dev_live, approval=approval), CFG, "prod", store=store,
+        requested_by="alice",
+    )  # fmt: skip
     assert on_dev["decision"] == "reject" and _gate(on_dev, "loadtest-source")["status"] == "fail"
-    # ... staging's own one, as its promotion recorded it, does.
+    # ... staging's own one, run against staging's live deployment, does.
     on_staging = ops.evaluate(
-        _evidence(evidence_files, "prod", lt=staging_lt, approval=approval), CFG, "prod", store=store,
+        _evidence(evidence_files, "prod", lt=staging_live, approval=approval), CFG, "prod", store=store,
         requested_by="alice",
     )  # fmt: skip
     assert on_staging["decision"] == "promote", on_staging["reasons"]
@@ -143,6 +149,7 @@ def test_a_local_run_in_dev_does_not_open_staging(
     )
     staging = ops.evaluate(_evidence(evidence_files, "staging"), CFG, "staging", store=store)
     assert _gate(staging, "promoted-from")["status"] == "fail"
+    assert _gate(staging, "loadtest-source")["status"] == "fail"  # no live load test from dev
 
 
 def test_serving_image_label_must_name_this_bundle(evidence_files: dict[str, Path], tmp_path: Path) -> None:
@@ -157,7 +164,7 @@ def test_sequence_config_names_known_environments() -> None:
     raw = {"environments": {"dev": {"stack": "dev", "slo_p99_ms": 1.0, "promote_from": "qa"}}}
     with pytest.raises(ConfigError, match="promote_from='qa'"):
         parse_config(raw)
-    assert CFG.environment("staging").promote_from == "dev"
+    assert CFG.environment("staging").promote_from == "dev" == CFG.environment("staging").loadtest_from
     assert (
         CFG.environment("prod").promote_from == "staging"
         and CFG.environment("prod").loadtest_from == "staging"
