@@ -8,6 +8,7 @@ without a manifest, or whose files do not match it, is incomplete: resume skips 
 falls back to the previous one. Each file is written under a temporary name and renamed
 (local) or PUT in one request (object stores, where a PUT is atomic), so the manifest
 always commits a whole checkpoint. ``best-<step>/`` holds the best model weights so far.
+Every store operation is retried on transient errors with backoff and jitter (training/retry.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ class Store:
     def _path(self, rel: str) -> str:
         return f"{self.root}/{rel}"
 
+    def _call(self, operation: str, fn: Any, *args: Any) -> Any:
+        if self.local:
+            return fn(*args)
+        from training import retry
+
+        return retry.call(self.uri, operation, fn, *args)
+
     def write(self, rel: str, data: bytes) -> None:
         path = self._path(rel)
         if self.local:
@@ -60,19 +68,27 @@ class Store:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
         else:
-            self.fs.pipe_file(path, data)
+            self._call(f"write {rel}", self.fs.pipe_file, path, data)
 
     def read(self, rel: str) -> bytes:
-        return bytes(self.fs.cat_file(self._path(rel)))
+        return bytes(self._call(f"read {rel}", self.fs.cat_file, self._path(rel)))
 
     def exists(self, rel: str) -> bool:
-        return bool(self.fs.exists(self._path(rel)))
+        def _info() -> bool:
+            # fs.exists() swallows connection errors as "absent": ask for the object's info instead.
+            try:
+                self.fs.info(self._path(rel))
+            except FileNotFoundError:
+                return False
+            return True
+
+        return bool(self._call(f"stat {rel}", _info))
 
     def dirs(self, prefix: str) -> list[str]:
         """Names directly under the root that start with prefix, sorted."""
         self.fs.invalidate_cache(self.root)
         try:
-            entries = self.fs.ls(self.root, detail=False)
+            entries = self._call("list", self.fs.ls, self.root, False)
         except FileNotFoundError:
             return []
         names = {e.rstrip("/").rsplit("/", 1)[-1] for e in entries}
@@ -80,7 +96,7 @@ class Store:
 
     def delete(self, rel: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self.fs.rm(self._path(rel), recursive=True)
+            self._call(f"delete {rel}", lambda: self.fs.rm(self._path(rel), recursive=True))
 
 
 @dataclass(slots=True)
@@ -177,6 +193,32 @@ def prune(store: Store, keep_last: int, prefix: str = STEP_PREFIX) -> list[str]:
     if not keep:
         return []
     doomed = [n for n in names if n not in keep and n < min(keep)]
+    for name in doomed:
+        store.delete(name)
+    return doomed
+
+
+def recorded_best(store: Store, best_step: int | None) -> Loaded | None:
+    """The best-model checkpoint of the step the run recorded as best (never the newest folder by name).
+
+    A ``best-<n>/`` folder with a higher step can be left over from an attempt whose newest checkpoint
+    was broken and skipped on resume: its weights belong to a history this run no longer has.
+    """
+    if best_step is None:
+        return None
+    name = step_name(best_step, BEST_PREFIX)
+    found = verify(store, name, ["model.pt"])
+    if found is None:
+        log.warning("the recorded best checkpoint %s is missing or broken: using the last weights", name)
+        return None
+    manifest, files = found
+    return Loaded(name=name, step=best_step, files=files, manifest=manifest)
+
+
+def prune_best(store: Store, best_step: int) -> list[str]:
+    """Delete every best-model folder except the recorded best step's."""
+    keep = step_name(best_step, BEST_PREFIX)
+    doomed = [n for n in store.dirs(BEST_PREFIX) if n != keep]
     for name in doomed:
         store.delete(name)
     return doomed

@@ -130,4 +130,4 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except TrainingError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return int(getattr(exc, "exit_code", EXIT_USAGE))

@@ -2,7 +2,8 @@
 
 Timeouts are short on purpose (TRAINING_PG_TIMEOUT_S, default 120 s): on a spot pool a
 lost peer is the normal case, and a collective that fails fast lets the run exit 75 and be
-rescheduled instead of hanging for NCCL's default 10 minutes.
+rescheduled instead of hanging for NCCL's default 10 minutes. NCCL runs with
+TORCH_NCCL_ASYNC_ERROR_HANDLING=2 (see ``init``), so its errors reach Python instead of aborting.
 """
 
 from __future__ import annotations
@@ -89,9 +90,37 @@ def init(device: str = "auto") -> Dist:
     import torch.distributed as dist
 
     timeout = timedelta(seconds=float(env.TRAINING_PG_TIMEOUT_S.get() or 120.0))
-    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3")  # tear down on a failed collective
+    # 2 = CleanUpOnly: on a failed or timed-out collective the watchdog aborts the communicators and the
+    # error surfaces in Python (DistBackendError), where run() maps it to exit 75. Modes 1 and 3 (PyTorch's
+    # default) tear the process down from the watchdog thread instead: SIGABRT, exit 134, and the Job's
+    # podFailurePolicy would fail the whole Job on a lost spot node.
+    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2")
     dist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=timeout)
     return Dist(rank=rank, world_size=world, local_rank=local, device=dev, initialized=True)
+
+
+# What gloo and NCCL put in the plain RuntimeError a collective raises when a peer vanished (gloo reports a
+# reset connection rather than a DistBackendError; an aborted NCCL communicator names itself).
+_LOST_PEER_MARKERS = (
+    "Connection reset by peer",
+    "Connection closed by peer",
+    "Connection refused",
+    "Broken pipe",
+    "gloo/transport",
+    "Timed out waiting",
+    "Socket Timeout",
+    "NCCL communicator was aborted",
+    "NCCL error",
+    "ProcessGroupNCCL",
+    "Watchdog caught collective operation timeout",
+)
+
+
+def is_lost_peer(exc: BaseException) -> bool:
+    """True when ``exc`` means a peer, the network or the rendezvous store went away (resumable: exit 75)."""
+    if isinstance(exc, lost_peer_errors()):
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _LOST_PEER_MARKERS)
 
 
 def lost_peer_errors() -> tuple[type[BaseException], ...]:

@@ -45,8 +45,10 @@ def pod_exit_code(worker_codes: Iterable[int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from torch.distributed import DistError
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous.api import RendezvousError
     from torch.distributed.run import parse_args, run
 
     try:
@@ -56,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         code = pod_exit_code(codes)
         print(f"training.elastic: workers failed with exit codes {codes}; pod exits {code}", file=sys.stderr)
         return code
+    except (RendezvousError, DistError) as exc:
+        # The agent itself lost the rendezvous (a peer pod went, the store host died, the store timed out):
+        # the workers were stopped; whatever they saved is resumable, so the pod is preempted, not broken.
+        print(
+            f"training.elastic: rendezvous or store lost ({type(exc).__name__}: {exc}); exiting {EXIT_PREEMPTED}",
+            file=sys.stderr,
+        )
+        return EXIT_PREEMPTED
     except SignalException as exc:
         # The agent forwarded the signal and gave workers --shutdown_timeout seconds to checkpoint.
         print(

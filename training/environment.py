@@ -81,6 +81,13 @@ TRAINING_CACHE_DIR = _declare(
     "Local cache of downloaded splits and tokenized data (default ~/.cache/eu-ml-platform/training). "
     "A warm cache means a rerun reads no bytes from the bucket.",
 )
+TRAINING_STORAGE_RETRY_S = _declare(
+    "TRAINING_STORAGE_RETRY_S",
+    float,
+    120.0,
+    "Seconds an object-storage read or checkpoint write is retried (exponential backoff with jitter) before "
+    "the run gives up with exit 69, keeping its checkpoint on local disk (OUTPUT/checkpoints-rescue).",
+)
 # --- tracking -------------------------------------------------------------------------
 MLFLOW_TRACKING_URI = _declare(
     "MLFLOW_TRACKING_URI",
@@ -121,6 +128,13 @@ TRAINING_PG_TIMEOUT_S = _declare(
     120.0,
     "Process-group (gloo/NCCL) timeout: a lost peer fails the collective after this long and the run exits 75.",
 )
+TRAINING_MAX_PREEMPTIONS = _declare(
+    "TRAINING_MAX_PREEMPTIONS",
+    int,
+    50,
+    "Preemptions (exit 75) recorded in the checkpoint after which a rerun refuses with exit 3 instead of "
+    "looping; 0 disables the cap. The Job's activeDeadlineSeconds bounds the wall time as well.",
+)
 # --- cost ------------------------------------------------------------------------------
 TRAINING_CLOUD = _declare("TRAINING_CLOUD", str, None, "Cloud for the cost record (aws, gcp, azure, local).")
 TRAINING_REGION = _declare("TRAINING_REGION", str, None, "Region for the cost record (e.g. eu-south-2).")
@@ -146,8 +160,27 @@ LOCAL_WORLD_SIZE = _declare(
 TORCH_NCCL_ASYNC_ERROR_HANDLING = _declare(
     "TORCH_NCCL_ASYNC_ERROR_HANDLING",
     int,
-    3,
-    "NCCL error handling; the trainer defaults it to 3 (tear down on a failed or timed-out collective).",
+    2,
+    "NCCL error handling; the trainer defaults it to 2 (abort the communicators and raise in Python, where a "
+    "lost peer becomes exit 75); 1 and 3 kill the process from the watchdog (SIGABRT, exit 134).",
+    external=True,
+)
+GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT = _declare(
+    "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT",
+    bool,
+    True,
+    "gcsfs: probe each bucket's layout over the gRPC Storage Control API; set false against a GCS emulator "
+    "(it has no gRPC API: gcsfs waits 60 s per bucket before falling back).",
+    external=True,
+)
+STORAGE_EMULATOR_HOST = _declare(
+    "STORAGE_EMULATOR_HOST", str, None, "GCS endpoint override (an emulator); read by gcsfs.", external=True
+)
+AZURE_STORAGE_CONNECTION_STRING = _declare(
+    "AZURE_STORAGE_CONNECTION_STRING",
+    str,
+    None,
+    "Azure Blob connection string (Azurite in tests); read by adlfs. On AKS, workload identity needs none.",
     external=True,
 )
 AWS_ENDPOINT_URL_S3 = _declare(

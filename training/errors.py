@@ -2,7 +2,9 @@
 
 Exit codes are part of the contract with the Kubernetes Job (see training/launch.py):
 0 done, 2 bad config or data (do not retry), 75 preempted (EX_TEMPFAIL: a checkpoint
-was saved, run the same command again to resume).
+was saved, run the same command again to resume), 69 object storage unavailable after
+retries (EX_UNAVAILABLE: the checkpoint was kept on local disk; retried by the Job as a
+failure), 3 too many preemptions (the loop cap recorded in the checkpoint: do not retry).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_PREEMPTED = 75
+EXIT_STORAGE = 69
+EXIT_PREEMPTION_LIMIT = 3
 
 
 class TrainingError(Exception):
@@ -46,3 +50,24 @@ class Preempted(Exception):
         super().__init__(
             f"preempted ({reason}) at step {step}; checkpoint saved, exit {EXIT_PREEMPTED} to be resumed"
         )
+
+
+class StorageUnavailable(TrainingError):
+    """Object storage kept failing after the retries (training/retry.py): exit 69, rerun once it is back."""
+
+    exit_code = EXIT_STORAGE
+
+    def __init__(self, uri: str, operation: str, cause: BaseException, seconds: float) -> None:
+        self.uri = uri
+        self.cause = cause
+        super().__init__(
+            f"object storage {uri}: {operation} still failing after {seconds:.0f} s of retries "
+            f"({type(cause).__name__}: {cause}); check the endpoint and credentials, then rerun the same "
+            "command: it resumes from the last complete checkpoint"
+        )
+
+
+class PreemptionLimit(TrainingError):
+    """The run was preempted more often than allowed (recorded in its checkpoint): exit 3, do not retry."""
+
+    exit_code = EXIT_PREEMPTION_LIMIT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import numpy as np
 
 from training import features
 from training.distributed import Dist
+
+log = logging.getLogger("training")
 
 
 def predict(
@@ -38,6 +41,55 @@ def predict(
         for idx, probs in part:
             out[idx] = probs
     return out
+
+
+def validate(
+    config: Any,
+    dist: Dist,
+    raw_model: Any,
+    encoded: dict[str, features.Encoded],
+    pad_id: int,
+    autocast: Any,
+    store: Any,
+    state: Any,
+    tracker: Any,
+) -> dict[str, float]:
+    """Score the validation split; on improvement record the step as best and write ``best-<step>/``."""
+    from training import checkpoint as ckpt
+    from training import metrics
+    from training.state import torch_bytes
+
+    val = encoded["validation"]
+    probs = predict(
+        raw_model, val, batch_size=config.eval_batch_size, pad_id=pad_id, dist=dist, autocast=autocast
+    )
+    scores = metrics.scores(val.labels, probs)
+    value = scores[config.early_stopping_metric]
+    improved = value > state.best_value
+    if improved:
+        state.best_value, state.best_step, state.bad_evals = value, state.step, 0
+        if dist.is_main:
+            ckpt.write_checkpoint(
+                store,
+                ckpt.step_name(state.step, ckpt.BEST_PREFIX),
+                {"model.pt": torch_bytes(raw_model.state_dict())},
+                meta={"step": state.step, **scores},
+            )
+            ckpt.prune_best(store, state.step)
+    else:
+        state.bad_evals += 1
+    row = {"step": state.step, "epoch": state.epoch, **{f"val_{k}": v for k, v in scores.items()}}
+    state.history.append(row)
+    tracker.metrics({f"val_{k}": v for k, v in scores.items()}, state.step)
+    log.info(
+        "validation at step %d: accuracy %.4f f1 %.4f auc %.4f%s",
+        state.step,
+        scores["accuracy"],
+        scores["f1"],
+        scores["auc"],
+        " (best so far)" if improved else f" ({state.bad_evals} without improvement)",
+    )
+    return scores
 
 
 def evaluate_folder(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import threading
 import urllib.error
@@ -48,6 +49,28 @@ class StopRequest:
 
     def wait(self, timeout: float) -> bool:
         return self._event.wait(timeout)
+
+
+def install_early_exit() -> None:
+    """Until the training loop takes over, SIGTERM/SIGINT end the process at once with exit 75.
+
+    Installed first thing by ``python -m training`` (before torch, data or model loading, which take
+    seconds to minutes): nothing unsaved exists yet, so "stop now, rerun me" is exact, and the pod never
+    dies with 143 (the Job would count that as a failure). The loop's own handlers (below) replace it and
+    put it back when they are uninstalled.
+    """
+
+    def handler(signum: int, frame: object) -> None:
+        from training.errors import EXIT_PREEMPTED
+
+        name = signal.Signals(signum).name
+        os.write(
+            2, f"training: {name} before training started: nothing to save, exit {EXIT_PREEMPTED}\n".encode()
+        )
+        raise SystemExit(EXIT_PREEMPTED)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
 
 
 def install_signal_handlers(stop: StopRequest) -> Callable[[], None]:

@@ -20,7 +20,7 @@ import numpy as np
 from training import checkpoint as ckpt
 from training import distributed
 from training.config import RunConfig
-from training.errors import DataError
+from training.errors import ConfigError, DataError, PreemptionLimit, StorageUnavailable
 
 log = logging.getLogger("training")
 
@@ -42,6 +42,8 @@ class State:
     train_seconds: float = 0.0
     wall_seconds: float = 0.0
     attempts: int = 0
+    preemptions: int = 0
+    """Times this run saved and exited 75 on a stop request (the Job's preemption-loop cap reads it)."""
     mlflow_run_id: str | None = None
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -82,6 +84,66 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+RESCUE_DIR = "checkpoints-rescue"
+
+
+def rescue_store(store: ckpt.Store, output: Any) -> ckpt.Store | None:
+    """Local folder that keeps a checkpoint the object store refused (None when checkpoints are local)."""
+    return None if store.local else ckpt.Store(str(output / RESCUE_DIR))
+
+
+def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | None) -> ckpt.Loaded | None:
+    """Upload a checkpoint kept locally during a storage outage when it is newer than the store's newest."""
+    kept = ckpt.latest(rescue)
+    if kept is None or (found is not None and found.step >= kept.step):
+        return found
+    log.warning("uploading %s, kept on local disk while %s was unavailable", kept.name, store.uri)
+    ckpt.write_checkpoint(store, kept.name, kept.files, meta={"step": kept.step, "rescued": True})
+    for name in rescue.dirs(ckpt.STEP_PREFIX):
+        rescue.delete(name)
+    return ckpt.latest(store)
+
+
+def check_world_size(trainer: dict[str, Any], name: str, world_size: int) -> None:
+    """Refuse a resume that would mis-position the data: a different world size in the middle of an epoch.
+
+    Each rank's batches are its shard of the epoch's permutation, so the rows consumed by W ranks up to
+    micro-batch b are not the first b batches of any rank under W' ranks. At an epoch boundary nothing is
+    half consumed and the next epoch's order does not depend on the past: that resume is exact.
+    """
+    saved = int(trainer.get("world_size") or world_size)
+    position = int(trainer["state"].get("batch_in_epoch", 0))
+    if saved == world_size or position == 0:
+        return
+    raise ConfigError(
+        "world size",
+        f"checkpoint {name} was saved by {saved} processes in the middle of epoch "
+        f"{trainer['state'].get('epoch', 0)} (micro-batch {position} of each rank's share); resuming with "
+        f"{world_size} processes would skip or repeat rows. Resume with {saved} processes (torchrun "
+        "--nnodes x --nproc_per_node), or start a new checkpoint.uri",
+    )
+
+
+def check_preemption_cap(state: State) -> None:
+    """Stop a preemption loop: refuse (exit 3) once the checkpoint records TRAINING_MAX_PREEMPTIONS exits 75."""
+    from training.environment import TRAINING_MAX_PREEMPTIONS
+
+    cap = int(TRAINING_MAX_PREEMPTIONS.get() or 0)
+    if state.preemptions:
+        log.info(
+            "this run was preempted %d times so far (attempt %d; cap %s, TRAINING_MAX_PREEMPTIONS)",
+            state.preemptions,
+            state.attempts + 1,
+            cap or "off",
+        )
+    if cap and state.preemptions >= cap:
+        raise PreemptionLimit(
+            f"the checkpoint records {state.preemptions} preemptions (exit 75), the cap is {cap} "
+            "(TRAINING_MAX_PREEMPTIONS): the spot pool keeps reclaiming this run; raise the cap, use "
+            "on-demand nodes, or checkpoint more often"
+        )
+
+
 def resume(
     store: ckpt.Store,
     config: RunConfig,
@@ -91,8 +153,12 @@ def resume(
     scheduler: Any,
     scaler: Any,
     manifest_sha: str,
+    *,
+    rescue: ckpt.Store | None = None,
 ) -> State | None:
     found = ckpt.latest(store) if dist.is_main else None  # rank 0 verifies every file of the candidate
+    if dist.is_main and rescue is not None:
+        found = _push_rescued(store, rescue, found)
     name = dist.broadcast_object(found.name if found else None)
     if name is None:
         log.info("no complete checkpoint under %s: starting fresh", store.uri)
@@ -108,6 +174,7 @@ def resume(
     else:
         files = found.files
     trainer = json.loads(files["trainer.json"])
+    check_world_size(trainer, f"{store.uri}/{name}", dist.world_size)
     if trainer["dataset_manifest_sha256"] != manifest_sha:
         raise DataError(
             config.data.source,
@@ -160,8 +227,14 @@ def save(
     state: State,
     manifest_sha: str,
     wall_start: float,
+    *,
+    rescue: ckpt.Store | None = None,
 ) -> float:
-    """Write a full checkpoint (every rank calls this); returns the seconds it took."""
+    """Write a full checkpoint (every rank calls this); returns the seconds it took.
+
+    When the object store stays unavailable past the retries, the checkpoint goes to ``rescue`` (local
+    disk) instead and StorageUnavailable (exit 69) propagates; the next run uploads it first.
+    """
     t0 = time.monotonic()
     saved = dataclasses.replace(state, wall_seconds=state.wall_seconds + (time.monotonic() - wall_start))
     files = {f"rank-{dist.rank:05d}.pt": torch_bytes(rng_state(dist.device.type == "cuda"))}
@@ -184,14 +257,21 @@ def save(
             default=str,
         ).encode()
     name = ckpt.step_name(state.step)
-    ckpt.write_checkpoint(
-        store,
-        name,
-        files,
-        gather=dist.all_gather_object if dist.initialized else None,
-        meta={"step": state.step},
-        is_main=dist.is_main,
-    )
+    try:
+        ckpt.write_checkpoint(
+            store,
+            name,
+            files,
+            gather=dist.all_gather_object if dist.initialized else None,
+            meta={"step": state.step},
+            is_main=dist.is_main,
+        )
+    except StorageUnavailable:
+        if rescue is not None:
+            # This rank's files only (peers may be gone): enough for rank 0 to resume exactly on one process.
+            ckpt.write_checkpoint(rescue, name, files, meta={"step": state.step}, is_main=True)
+            log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
+        raise
     if dist.is_main:
         ckpt.prune(store, config.checkpoint.keep_last)
     seconds = time.monotonic() - t0

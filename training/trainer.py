@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from training import accel, data, distributed, features, metrics, preemption, report
 from training import checkpoint as ckpt
-from training import data, distributed, features, metrics, preemption, report
 from training import environment as env
 from training import state as state_mod
 from training.config import RunConfig
 from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted
-from training.evaluate import predict
+from training.evaluate import predict, validate
 from training.model import build_model, load_tokenizer
 from training.state import State
 from training.tracking import Tracker
@@ -46,31 +46,6 @@ def _setup_logging(rank: int) -> None:
         force=True,
     )
     logging.getLogger("training").setLevel(logging.INFO if rank == 0 else logging.WARNING)
-
-
-def _schedule(warmup: int, total: int):  # noqa: ANN202
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return factor
-
-
-def _optimizer(model: Any, config: RunConfig, cuda: bool) -> Any:
-    import torch
-
-    decay: list[Any] = []
-    no_decay: list[Any] = []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or name.endswith(".bias") else decay).append(p)
-    groups = [
-        {"params": decay, "weight_decay": config.optim.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=config.optim.lr, fused=cuda or None)
 
 
 @dataclass(slots=True)
@@ -100,10 +75,12 @@ def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
                 encoding="utf-8",
             )
         return EXIT_PREEMPTED
-    except distributed.lost_peer_errors() as exc:
+    except Exception as exc:
+        if not (dist.initialized and distributed.is_lost_peer(exc)):
+            raise
         log.error(
             "a peer or the rendezvous store was lost (%s): exiting %d so the job reschedules",
-            exc,
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             EXIT_PREEMPTED,
         )
         return EXIT_PREEMPTED
@@ -119,12 +96,8 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
     if dist.is_main:
         (output / "preempted.json").unlink(missing_ok=True)  # about an earlier attempt; this one may finish
     cuda = dist.device.type == "cuda"
-    if not cuda:
-        import os
-
-        local_procs = env.LOCAL_WORLD_SIZE.get() or 1
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        torch.set_num_threads(config.cpu_threads or max(1, cores // local_procs))
+    speed = accel.configure(config, dist.device)
+    log.info("device settings: %s", speed)
     random.seed(config.seed + dist.rank)
     np.random.seed(config.seed + dist.rank)
     torch.manual_seed(config.seed + dist.rank)
@@ -149,14 +122,8 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
 
     # --- model, optimizer, schedule --------------------------------------------------------
     raw_model = build_model(config.model, config.data.labels, config.seed).to(dist.device)
-    model = raw_model
-    if config.compile and cuda:
-        model = torch.compile(model)
-    if dist.initialized:
-        from torch.nn.parallel import DistributedDataParallel
-
-        model = DistributedDataParallel(model, device_ids=[dist.local_rank] if cuda else None)
-    optimizer = _optimizer(raw_model, config, cuda)
+    model = accel.wrap(raw_model, config, dist)
+    optimizer = accel.optimizer(raw_model, config, cuda)
     accum = config.optim.grad_accum_steps
     batches_per_epoch = math.ceil(math.ceil(len(train) / dist.world_size) / config.batch_size)
     steps_per_epoch = math.ceil(batches_per_epoch / accum)
@@ -164,24 +131,31 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
     warmup = int(config.optim.warmup_fraction * total_steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(warmup, total_steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, accel.schedule(warmup, total_steps))
     scaler = torch.amp.GradScaler(enabled=False)  # bf16 needs no loss scaling; kept for fp16 forks
-    bf16 = config.precision == "bf16" and cuda
-
-    def autocast() -> Any:
-        return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    autocast = accel.autocast_factory(config, dist.device)
 
     # --- resume ------------------------------------------------------------------------------
     ckpt_uri = config.checkpoint.uri or env.TRAINING_CHECKPOINT_URI.get() or str(output / "checkpoints")
     store = ckpt.Store(ckpt_uri)
+    rescue = state_mod.rescue_store(store, output)
     state = State()
     if config.checkpoint.resume:
         state = (
             state_mod.resume(
-                store, config, dist, raw_model, optimizer, scheduler, scaler, dataset.manifest["sha256"]
+                store,
+                config,
+                dist,
+                raw_model,
+                optimizer,
+                scheduler,
+                scaler,
+                dataset.manifest["sha256"],
+                rescue=rescue,
             )
             or state
         )
+    state_mod.check_preemption_cap(state)
     state.attempts += 1
 
     tracker = Tracker(config.mlflow and bool(env.TRAINING_MLFLOW.get()) and dist.is_main, output, config.name)
@@ -220,6 +194,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
                 wall_start,
                 dataset.manifest["sha256"],
                 hooks,
+                rescue,
             )
     finally:
         uninstall()
@@ -227,7 +202,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
             watcher.close()
 
     # --- best model, final metrics, artifacts -----------------------------------------------
-    best = ckpt.latest(store, ckpt.BEST_PREFIX, wanted=["model.pt"])
+    best = ckpt.recorded_best(store, state.best_step)
     if best is not None:
         raw_model.load_state_dict(state_mod.torch_load(best.files["model.pt"]))
     results = {
@@ -284,6 +259,7 @@ def _loop(
     wall_start: float,
     manifest_sha: str,
     hooks: Hooks,
+    rescue: ckpt.Store | None,
 ) -> None:
     import torch
     from tqdm import tqdm
@@ -304,6 +280,7 @@ def _loop(
         mininterval=1.0,
     )
     window_samples, window_time, window_loss = 0, 0.0, []
+    loss_sum: Any = 0.0
     done = state.step >= total_steps
     while not done and state.epoch < config.epochs:
         batches = features.epoch_batches(
@@ -315,22 +292,23 @@ def _loop(
             world_size=dist.world_size,
             lengths=lengths,
         )
+        loader = accel.batch_loader(
+            train, batches, state.batch_in_epoch, pad_id=pad_id, pad_to=pad_to, device=dist.device
+        )
         for start in range(state.batch_in_epoch, len(batches), accum):
             group = batches[start : start + accum]
             t0 = time.perf_counter()
             model.train()
-            loss_sum = 0.0
-            for k, idx in enumerate(group):
-                batch = {
-                    n: t.to(dist.device, non_blocking=True)
-                    for n, t in features.collate(train, idx, pad_id=pad_id, pad_to=pad_to).items()
-                }
+            for k in range(len(group)):
+                batch = next(loader)
                 last = k == len(group) - 1
                 sync = contextlib.nullcontext() if (last or not dist.initialized) else model.no_sync()
-                with sync, autocast():
-                    loss = model(**batch).loss / len(group)
+                with sync:
+                    with autocast():
+                        loss = model(**batch).loss / len(group)
                     loss.backward()
-                loss_sum += float(loss.detach())
+                # Summed on the device: reading it back (a host sync) waits for logging steps only.
+                loss_sum = loss.detach() + loss_sum
             if config.optim.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(raw_model.parameters(), config.optim.max_grad_norm)
             optimizer.step()
@@ -345,16 +323,18 @@ def _loop(
             window_samples += rows
             window_time += elapsed
             window_loss.append(loss_sum)
+            loss_sum = 0.0
             progress.update(1)
-            progress.set_postfix(loss=f"{loss_sum:.4f}", epoch=state.epoch, refresh=False)
             epoch_end = state.batch_in_epoch >= len(batches)
             done = state.step >= total_steps
 
             if state.step % config.log_every_steps == 0 or done:
+                mean_loss = float(torch.stack([torch.as_tensor(v) for v in window_loss]).mean())
+                progress.set_postfix(loss=f"{mean_loss:.4f}", epoch=state.epoch, refresh=False)
                 row = {
                     "step": state.step,
                     "epoch": state.epoch,
-                    "loss": float(np.mean(window_loss)),
+                    "loss": mean_loss,
                     "lr": scheduler.get_last_lr()[0],
                     "samples_per_s": window_samples / max(window_time, 1e-9),
                 }
@@ -380,7 +360,7 @@ def _loop(
                 or done
             )
             if evaluate_now:
-                scores = _validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
+                scores = validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
                 wants_stop = bool(
                     hooks.on_evaluate and dist.is_main and hooks.on_evaluate(state.step, scores)
                 )
@@ -409,6 +389,8 @@ def _loop(
             stop_now = dist.any(bool(stop))
             if dist.any(due_by_time) or due_by_steps or stop_now or done:
                 state.finished = done and not stop_now
+                if stop_now and not done:
+                    state.preemptions += 1  # recorded in this checkpoint: the Job's preemption-loop cap
                 save_times.append(
                     state_mod.save(
                         store,
@@ -421,6 +403,7 @@ def _loop(
                         state,
                         manifest_sha,
                         wall_start,
+                        rescue=rescue,
                     )
                 )
                 last_save = time.monotonic()
@@ -431,47 +414,3 @@ def _loop(
                 break
     progress.close()
     state.finished = True
-
-
-def _validate(
-    config: RunConfig,
-    dist: distributed.Dist,
-    raw_model: Any,
-    encoded: dict[str, features.Encoded],
-    pad_id: int,
-    autocast: Any,
-    store: ckpt.Store,
-    state: State,
-    tracker: Tracker,
-) -> dict[str, float]:
-    val = encoded["validation"]
-    probs = predict(
-        raw_model, val, batch_size=config.eval_batch_size, pad_id=pad_id, dist=dist, autocast=autocast
-    )
-    scores = metrics.scores(val.labels, probs)
-    value = scores[config.early_stopping_metric]
-    improved = value > state.best_value
-    if improved:
-        state.best_value, state.best_step, state.bad_evals = value, state.step, 0
-        if dist.is_main:
-            ckpt.write_checkpoint(
-                store,
-                ckpt.step_name(state.step, ckpt.BEST_PREFIX),
-                {"model.pt": state_mod.torch_bytes(raw_model.state_dict())},
-                meta={"step": state.step, **scores},
-            )
-            ckpt.prune(store, 1, ckpt.BEST_PREFIX)
-    else:
-        state.bad_evals += 1
-    row = {"step": state.step, "epoch": state.epoch, **{f"val_{k}": v for k, v in scores.items()}}
-    state.history.append(row)
-    tracker.metrics({f"val_{k}": v for k, v in scores.items()}, state.step)
-    log.info(
-        "validation at step %d: accuracy %.4f f1 %.4f auc %.4f%s",
-        state.step,
-        scores["accuracy"],
-        scores["f1"],
-        scores["auc"],
-        " (best so far)" if improved else f" ({state.bad_evals} without improvement)",
-    )
-    return scores

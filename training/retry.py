@@ -1,0 +1,97 @@
+"""Retries for object-storage reads and checkpoint writes: exponential backoff with full jitter (tenacity).
+
+The fsspec backends retry a little on their own (botocore's standard mode, gcsfs's and the Azure SDK's
+policies), but over seconds, not over the minute a regional blip or a throttling spell lasts. Every
+operation of the checkpoint store and of the data reader goes through ``call``: a transient error (a
+refused or reset connection, a timeout, a 5xx/429) is retried with random exponential waits until
+TRAINING_STORAGE_RETRY_S have passed, then ``StorageUnavailable`` (exit 69) names the URI and the cause.
+Errors that retrying cannot fix (missing object, access denied, bad request) are raised at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from training.errors import StorageUnavailable
+
+log = logging.getLogger("training")
+T = TypeVar("T")
+
+# Not transient: the object is not there, or we may not touch it. Retrying would only delay the real error.
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
+# Transient error classes of the SDKs under fsspec, by module and name (the SDKs stay lazily imported).
+_TRANSIENT_NAMES = (
+    "EndpointConnectionError",  # botocore: connection refused / DNS
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "ClientConnectorError",  # aiohttp (s3fs, gcsfs, adlfs transports)
+    "ServerDisconnectedError",
+    "ClientOSError",
+    "ServiceRequestError",  # azure.core: the request never got an answer
+    "ServiceResponseError",
+    "RetryError",  # gcsfs gave up its own retries
+)
+_TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors a later attempt may not see (network, timeouts, throttling, 5xx)."""
+    if isinstance(exc, _PERMANENT):
+        return False
+    for err in (exc, exc.__cause__, exc.__context__):
+        if err is None:
+            continue
+        if type(err).__name__ in _TRANSIENT_NAMES:
+            return True
+        status = getattr(err, "code", None) or getattr(err, "status_code", None)
+        if isinstance(status, int) and status in _TRANSIENT_STATUS:
+            return True
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            return True
+    # s3fs maps botocore errors to OSError subclasses; a bare OSError from a backend is an I/O failure.
+    return type(exc) is OSError
+
+
+def budget_s() -> float:
+    from training.environment import TRAINING_STORAGE_RETRY_S
+
+    return float(TRAINING_STORAGE_RETRY_S.get() or 0.0)
+
+
+def call(uri: str, operation: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` retried on transient storage errors; StorageUnavailable when the budget is spent."""
+    import tenacity
+
+    budget = budget_s()
+    started = time.monotonic()
+
+    def _log(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "object storage %s: %s failed (%s: %s); retry %d in %.1f s",
+            uri,
+            operation,
+            type(exc).__name__,
+            exc,
+            state.attempt_number,
+            state.next_action.sleep if state.next_action else 0.0,
+        )
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_transient),
+        # Full jitter: ranks and pods that lost the store together do not retry in lockstep.
+        wait=tenacity.wait_random_exponential(multiplier=0.5, max=min(30.0, max(budget / 4, 1.0))),
+        stop=tenacity.stop_after_delay(budget),
+        before_sleep=_log,
+        reraise=True,
+    )
+    try:
+        return retrying(fn, *args, **kwargs)
+    except Exception as exc:
+        if is_transient(exc):
+            raise StorageUnavailable(uri, operation, exc, time.monotonic() - started) from exc
+        raise
