@@ -14,7 +14,7 @@ import yaml
 
 from infra import lifecycle
 from infra.config import PlatformConfig
-from infra.k8s import monitoring
+from infra.k8s import argo, monitoring
 from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts, prometheus_storage
 from infra.k8s.monitoring_stack import MonitoringArgs, MonitoringStack
 from infra.k8s.serving import ServingArgs, TritonServing
@@ -111,6 +111,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         MonitoringArgs(
             alertmanager_config=pulumi.Output.secret(yaml.safe_dump(monitoring.alertmanager_document(cfg))),
             receiver_annotations=monitoring.receiver_annotations(cfg),
+            alertmanager_image=cfg.monitoring.alertmanager_image,
             dashboards=monitoring.dashboards(),
             image=training_image,
             schedule=cfg.monitoring.drift_schedule,
@@ -127,6 +128,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
 
+    argo.declare(cfg, buckets, training_image, labels, opts)  # retraining pipeline (pipeline/, infra/k8s/argo.py)
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
     for name, value in outputs.items():
         pulumi.export(name, value)

@@ -27,7 +27,7 @@ EXPECTED_KINDS = {
     "RoleBinding",
 }
 # Not Kubernetes API objects: Helm releases are installed by the provider from their charts.
-NOT_OBJECTS = ("kubernetes:helm.sh/",)
+NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:argoproj.io/")  # Argo's CRDs: test_infra_argo.py
 
 
 def _json_numbers(value: Any) -> Any:

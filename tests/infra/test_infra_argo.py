@@ -1,0 +1,133 @@
+"""The retraining pipeline in every stack's plan: Argo's pinned chart on the system pool, and a WorkflowTemplate
+plus CronWorkflow that are valid against Argo's own schema and run the stack's pinned training image.
+
+Argo's schema: hera 7.1's pydantic models are generated from argo-workflows-4.0.5.json (the API of the pinned
+chart's Argo). A model parse rejects wrong types; unknown fields are dropped by the models, so the objects must
+also survive a round trip unchanged (a misspelt field would vanish and fail the comparison).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from infra_fixtures import STACKS, Plan
+
+from infra import plan as planner
+from infra.k8s import argo as infra_argo
+from infra.shape import POOL_SELECTORS
+from pipeline import argo, dag
+
+hera = pytest.importorskip(
+    "hera.workflows.models", reason="hera (Argo's schema as models) is a dev dependency"
+)
+
+
+def _ints(value: Any) -> Any:
+    """The mock engine's numbers are floats (7.0); the provider sends integral ones as integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def argo_objects(plan: Plan) -> dict[str, dict[str, Any]]:
+    found = {}
+    for r in plan.iter_custom():
+        if r["type"].startswith("kubernetes:argoproj.io/v1alpha1:"):
+            doc = _ints(r["inputs"])
+            found[doc["kind"]] = doc
+    return found
+
+
+def assert_valid_argo(doc: dict[str, Any]) -> None:
+    model = getattr(hera, doc["kind"]).model_validate(doc)
+    back = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    assert json.dumps(back, sort_keys=True) == json.dumps(doc, sort_keys=True), (
+        f"{doc['kind']} has fields Argo's schema does not know"
+    )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_declares_a_valid_pipeline_running_the_pinned_training_image(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    plan = plans[stack]
+    objects = argo_objects(plan)
+    assert set(objects) == {"WorkflowTemplate", "CronWorkflow"}
+    for doc in objects.values():
+        assert_valid_argo(doc)
+    template, cron = objects["WorkflowTemplate"], objects["CronWorkflow"]
+    env = plan.doc["environment"]
+    assert template["metadata"]["name"] == cron["spec"]["workflowSpec"]["workflowTemplateRef"]["name"]
+    assert cron["spec"]["schedules"] == [
+        argo.SCHEDULES[env] if env in argo.SCHEDULES else argo.SCHEDULES["staging"]
+    ]
+    images = {t["name"]: t["container"]["image"] for t in template["spec"]["templates"] if "container" in t}
+    pinned = plan.doc["outputs"]["training_image"]
+    configured = planner.load_stack(stack).training_image  # Pulumi.<stack>.yaml trainingImage
+    assert pinned.endswith((f":{configured}", f"@{configured}")) or pinned == configured
+    assert {name for name, image in images.items() if image == pinned} == {
+        s.name for s in dag.STEPS if s.image == "training"
+    }
+    assert images["images"] == argo.BUILDER_IMAGE
+    params = {p["name"]: p["value"] for p in template["spec"]["arguments"]["parameters"]}
+    assert params["env"] == env and params["local"] == "false"
+    assert params["store"].startswith(("s3://", "gs://", "abfs://"))
+
+
+def test_argo_chart_is_pinned_on_the_system_pool(plans: dict[str, Plan]) -> None:
+    releases = [
+        r["inputs"]
+        for r in plans["dev"].iter_custom()
+        if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == "argo-workflows"
+    ]
+    assert len(releases) == 1
+    release = releases[0]
+    assert release["version"] == infra_argo.ARGO_CHART_VERSION
+    assert release["values"]["controller"]["nodeSelector"] == dict(POOL_SELECTORS["system"].node_selector)
+
+
+def test_argo_dag_is_the_local_dag() -> None:
+    """Same steps, dependencies and conditions as `python -m pipeline run` executes."""
+    template = argo.workflow_template(
+        training_image="r/training@sha256:" + "0" * 64,
+        builder_image=None,
+        environment="dev",
+        params=dag.Params(),
+    )
+    assert_valid_argo(template)
+    tasks = {t["name"]: t for t in template["spec"]["templates"][0]["dag"]["tasks"]}
+    assert list(tasks) == [s.name for s in dag.STEPS]
+    for s in dag.STEPS:
+        expected = " && ".join(f"{d}.Succeeded" for d in s.depends) or None
+        assert tasks[s.name].get("depends") == expected
+        assert ("when" in tasks[s.name]) == (s.when is not None)
+    containers = {t["name"]: t["container"] for t in template["spec"]["templates"] if "container" in t}
+    # The argv is the local command with {param} -> {{workflow.parameters.param}}
+    assert containers["train"]["args"][:3] == ["-m", "pipeline", "step"]
+    assert "{{workflow.parameters.preset}}" in containers["train"]["args"]
+    retry = next(t for t in template["spec"]["templates"] if t["name"] == "train")["retryStrategy"]
+    assert retry["expression"] == "lastRetry.exitCode == '75'"
+
+
+def test_pipeline_pools_equal_the_infra_pools() -> None:
+    for pool in ("system", "gpu"):
+        expected = POOL_SELECTORS[pool]
+        assert argo.POOLS[pool]["nodeSelector"] == dict(expected.node_selector)
+        assert argo.POOLS[pool]["tolerations"] == [dict(t) for t in expected.tolerations]
+
+
+def test_render_cli_prints_both_objects(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import main
+
+    assert main(["render", "--training-image", "r/training:1", "--env", "staging"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["kind"] for d in docs] == ["WorkflowTemplate", "CronWorkflow"]
+    for d in docs:
+        assert_valid_argo(d)
