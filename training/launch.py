@@ -441,6 +441,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
+    from training.launch_tune import add_arguments as add_tune_arguments  # --tune (training/launch_tune.py)
+
+    add_tune_arguments(p)
     p.set_defaults(func=_cli_launch)
 
 
@@ -470,10 +473,15 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
 def _cli_launch(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
+        if args.tune:
+            from training.launch_tune import render_tune
+
+            manifests = render_tune(cfg, args)
+        else:
+            manifests = render(cfg)
     except ConfigError as exc:
         print(f"error: launch {exc}", file=sys.stderr)
         return 2
-    manifests = render(cfg)
     text = to_yaml(manifests)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
