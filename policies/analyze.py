@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -57,21 +58,26 @@ __all__ = [
 
 def evaluated(plan: Plan) -> dict[str, list[str]]:
     """Per policy, the URNs whose type it checks (resource rules) or that it reads (stack rules)."""
-    return {rule.name: [r["urn"] for r in plan.resources if rule.applies_to(r["type"])] for rule in ALL_RULES}
+    return {rule.name: [r["urn"] for r in plan.resources if rule.covers(r["type"])] for rule in ALL_RULES}
 
 
 def write_result(
     plan: Plan, result: StackResult, out_dir: Path, waivers: Sequence[waivers_mod.Waiver], today: dt.date
 ) -> dict[str, Any]:
-    kept, waived = waivers_mod.split(result.violations, list(waivers), today)
+    kept, waived = waivers_mod.split(result.violations, waivers, today, plan.stack)
     doc = {
         "stack": plan.stack,
         "cloud": plan.cloud,
         "environment": plan.environment,
         "plan": str(plan.path),
         "pack": result.pack,
-        "violations": kept,
+        "plan_sha256": hashlib.sha256(plan.path.read_bytes()).hexdigest() if plan.path.is_file() else "",
+        # Checks a rule could not decide (values unknown at preview); a mandatory one fails the gate.
+        "violations": [v for v in kept if not v.get("undetermined")],
+        "undetermined": [v for v in kept if v.get("undetermined")],
         "waived": waived,
+        # This stack's waivers that are expired or matched nothing: for the reviewer to renew or remove.
+        "waivers": waivers_mod.status([w for w in waivers if plan.stack in w.stacks], waived, today),
         "policies": result.policies,
         "resources": [{"urn": r["urn"], "type": r["type"], "name": r["name"]} for r in plan.resources],
         "evaluated": evaluated(plan),
@@ -86,7 +92,9 @@ def write_result(
 
 
 def mandatory(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [v for v in doc["violations"] if v["enforcement"] == "mandatory"]
+    """What fails the gate: mandatory violations and mandatory checks that could not be decided."""
+    found = [*doc["violations"], *doc.get("undetermined", [])]
+    return [v for v in found if v["enforcement"] == "mandatory"]
 
 
 def run(
@@ -105,11 +113,11 @@ def run(
             overrides = json.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
             raise PlanError(f"{config_path}: cannot read the pack config ({err})") from err
+    today = today or dt.date.today()
     try:
-        waivers = waivers_mod.load(waivers_path)
+        waivers = waivers_mod.load(waivers_path, rules=[r.name for r in ALL_RULES], today=today)
     except waivers_mod.WaiverError as err:
         raise PlanError(str(err)) from err
-    today = today or dt.date.today()
     docs = []
     for plan in plans:
         result = analyze_plan(plan, overrides, python)
@@ -140,11 +148,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         must = mandatory(doc)
         failed = failed or bool(must)
         print(
-            f"{doc['stack']}: {len(doc['violations'])} violation(s), {len(must)} mandatory, "
-            f"{len(doc['waived'])} waived -> {args.out / (doc['stack'] + '.json')}"
+            f"{doc['stack']}: {len(doc['violations'])} violation(s), {len(doc['undetermined'])} undetermined, "
+            f"{len(must)} mandatory, {len(doc['waived'])} waived -> {args.out / (doc['stack'] + '.json')}"
         )
+        for kind in ("expired", "unused"):
+            for w in doc["waivers"][kind]:
+                print(f"  waiver #{w['id']} ({w['rule']} on {w['resources']}) is {kind}")
         for v in must[:20]:
-            print(f"  MANDATORY {v['policy']} {v['urn'] or '(stack)'}: {v['message'].splitlines()[0]}")
+            what = "UNDETERMINED" if v.get("undetermined") else "MANDATORY"
+            print(f"  {what} {v['policy']} {v['urn'] or '(stack)'}: {v['message'].splitlines()[0]}")
         if len(must) > 20:
             print(f"  ... and {len(must) - 20} more (see the JSON)")
     return 1 if failed else 0

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from policies.plans import Plan, PlanError, provider_index, resolve_provider, to_wire
 from policies.process import PACK_DIR, PackError, start_pack
+from policies.rules.core import is_undetermined
 
 REPO_ROOT = PACK_DIR.parent
 _LEVELS = ("advisory", "mandatory", "disabled", "remediate")  # proto EnforcementLevel order
@@ -213,4 +214,5 @@ def _violation(d: Any, urn: str | None) -> dict[str, Any]:
         "message": message,
         "enforcement": _level_name(d.enforcementLevel),
         "severity": _SEVERITIES[d.severity] if 0 <= d.severity < len(_SEVERITIES) else "",
+        "undetermined": is_undetermined(message),
     }

@@ -7,6 +7,7 @@ unknown sentinels included, and decide themselves what an unknown means for them
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -24,9 +25,16 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
-from policies import frameworks
+from policies import enforcement, frameworks
+from policies import waivers as waivers_mod
 from policies.rules import ALL_RULES, Context, Resource, Rule
+from policies.rules.core import is_undetermined
+
+# Set by the offline gate (policies.process): undetermined checks are reported as ordinary diagnostics
+# at the policy's own level, so a mandatory rule that cannot decide fails closed.
+UNDETERMINED_ENV = "POLICY_PACK_UNDETERMINED"
 
 PACK_NAME = "eu-ml-platform-policies"
 
@@ -60,13 +68,101 @@ def _context(config: Mapping[str, Any], stack_tags: Mapping[str, str]) -> Contex
     return Context(config=cfg, environment=env)
 
 
+def offline_gate() -> bool:
+    """The offline runner (policies.process) sets UNDETERMINED_ENV: it applies waivers itself."""
+    return os.environ.get(UNDETERMINED_ENV) == "fail"
+
+
+def fail_closed() -> bool:
+    """Undetermined checks count as violations offline (the gate) and at update time (values are known
+    then, so what is still unknown is a real gap). Under `pulumi preview` they are advisory, as the
+    SDK's own "can't run policy during preview" diagnostic for an unknown value is."""
+    return offline_gate() or os.environ.get("PULUMI_DRY_RUN") != "true"
+
+
+class Advisory(str):
+    """A message the pack reports at advisory level whatever the policy's level (a waived finding under
+    the CLI, an undetermined one at preview, a rule the environment table keeps advisory)."""
+
+
+def _install_advisory_channel() -> bool:
+    """Let one policy report some diagnostics as advisory. pulumi-policy fixes the level per policy;
+    this wraps its (private) report_violation factory. Without it (another SDK version) those findings
+    keep the policy's level: the pack then fails closed instead of open."""
+    try:
+        from pulumi_policy import policy as sdk
+
+        servicer = sdk._PolicyAnalyzerServicer
+        original = servicer._create_report_violation
+    except (ImportError, AttributeError):
+        return False
+    if getattr(original, "_advisory_channel", False):
+        return True
+
+    def create(
+        self: Any, response: Any, name: str, description: str, level: Any, severity: Any = None
+    ) -> Any:
+        blocking = original(self, response, name, description, level, severity)
+        advisory = original(self, response, name, description, EnforcementLevel.ADVISORY, severity)
+
+        def report_violation(message: str, urn: str | None = None) -> None:
+            if isinstance(message, Advisory):
+                advisory(str(message), urn)
+            else:
+                blocking(message, urn)
+
+        return report_violation
+
+    create._advisory_channel = True  # type: ignore[attr-defined]
+    servicer._create_report_violation = create
+    return True
+
+
+ADVISORY_CHANNEL = _install_advisory_channel()
+
+
+def _waivers() -> list[waivers_mod.Waiver]:
+    """policies/waivers.yaml, applied by the pack under the CLI (offline, the runner applies it)."""
+    return waivers_mod.load(rules=[r.name for r in ALL_RULES], today=dt.date.today())
+
+
+def report(
+    rule: Rule,
+    items: Sequence[tuple[str, str | None]],
+    report_violation: ReportViolation,
+    ctx: Context,
+    urn: str = "",
+) -> None:
+    """Report (message, urn) pairs with the level they deserve here (see Advisory)."""
+    strict = fail_closed()
+    table = enforcement.load().level(rule.name, ctx.environment)
+    waivers = [] if offline_gate() else _waivers()
+    stack = os.environ.get("PULUMI_STACK", "")
+    pending = []
+    for message, target in items:
+        waiver = waivers_mod.find(waivers, rule.name, target or urn, stack, dt.date.today())
+        if waiver is not None:
+            note = f"waived (waiver #{waiver.index} by {waiver.approver}, until {waiver.expires}): "
+            message = Advisory(note + message) if ADVISORY_CHANNEL else message
+        elif is_undetermined(message) and not strict:
+            if not ADVISORY_CHANNEL:
+                pending.append(message if target is None else f"{message} ({target})")
+                continue
+            message = Advisory(message)
+        elif table == "advisory" and ADVISORY_CHANNEL:
+            message = Advisory(message)
+        report_violation(message, target)
+    if pending:
+        raise UnknownValueError("; ".join(pending))
+
+
 def _provider(p: Any) -> tuple[dict[str, Any], str]:
     return (unwrap(p.props), p.resource_type) if p is not None else ({}, "")
 
 
 def _resource_validator(rule: Rule):
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        if not rule.applies_to(args.resource_type):
+        if not rule.covers(args.resource_type):
             return
         provider_inputs, provider_type = _provider(args.provider)
         resource = Resource(
@@ -78,8 +174,10 @@ def _resource_validator(rule: Rule):
             provider_type=provider_type,
             parent=args.opts.parent or "",
         )
-        for message in rule.check_resource(resource, _context(args.get_config(), args.stack_tags)):
-            report_violation(message, None)
+        ctx = _context(args.get_config(), args.stack_tags)
+        if enforcement.load().level(rule.name, ctx.environment) == "not-applicable":
+            return
+        report(rule, [(m, None) for m in rule.check_resource(resource, ctx)], report_violation, ctx, args.urn)
 
     return validate
 
@@ -101,8 +199,10 @@ def _stack_validator(rule: Rule):
                     dependencies=tuple(d.urn for d in r.dependencies),
                 )
             )
-        for finding in rule.check_stack(resources, _context(args.get_config(), args.stack_tags)):
-            report_violation(finding.message, finding.urn)
+        ctx = _context(args.get_config(), args.stack_tags)
+        if enforcement.load().level(rule.name, ctx.environment) == "not-applicable":
+            return
+        report(rule, [(f.message, f.urn) for f in rule.check_stack(resources, ctx)], report_violation, ctx)
 
     return validate
 
@@ -112,7 +212,8 @@ def policy(rule: Rule, mapping: frameworks.Mapping) -> ResourceValidationPolicy 
     common: dict[str, Any] = {
         "name": rule.name,
         "description": rule.description,
-        "enforcement_level": EnforcementLevel(rule.enforcement),
+        # A rule of the environment table is declared at its strictest level and relaxed per environment.
+        "enforcement_level": EnforcementLevel(enforcement.load().strictest(rule.name) or rule.enforcement),
         "config_schema": PolicyConfigSchema(properties=dict(rule.config_schema))
         if rule.config_schema
         else None,

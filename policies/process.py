@@ -66,6 +66,8 @@ def start_pack(plan: Plan, python: Path | None = None) -> Iterator[PackProcess]:
             {f"{plan.project}:environment": plan.environment} if plan.environment else {}
         ),
         "PYTHONUNBUFFERED": "1",
+        # The offline gate fails closed: an undetermined check of a mandatory rule is a violation.
+        "POLICY_PACK_UNDETERMINED": "fail",
     }
     env.pop("PYTHONPATH", None)  # the pack venv must find its own protobuf 5, not ours
     engine = "127.0.0.1:0"  # there is no engine offline; the SDK only uses it for logging

@@ -1,18 +1,25 @@
-"""Reviewed waivers (policies/waivers.yaml): who accepted which finding, why, and until when."""
+"""Reviewed waivers (policies/waivers.yaml): who accepted which finding, on which stacks and resources,
+why, and until when.
+
+The same file and code are applied in two places: by the offline gate (policies.analyze, after the
+Analyzer run) and inside the pack under `pulumi preview --policy-pack policies` (policies.pack), where
+a waived finding is reported as advisory instead of blocking.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 WAIVERS_FILE = Path(__file__).with_name("waivers.yaml")
-REQUIRED = ("rule", "resources", "justification", "approver", "expires")
+REQUIRED = ("rule", "stacks", "resources", "justification", "approver", "expires")
+MAX_VALIDITY = dt.timedelta(days=366)  # one year ahead (a leap day included): a waiver is re-reviewed yearly
 
 
 class WaiverError(ValueError):
@@ -22,66 +29,132 @@ class WaiverError(ValueError):
 @dataclass(frozen=True)
 class Waiver:
     rule: str
-    resources: str
+    stacks: tuple[str, ...]
+    resources: tuple[str, ...]
     justification: str
     approver: str
     expires: dt.date
+    index: int = field(default=0, compare=False)
 
     def active(self, today: dt.date) -> bool:
         return today <= self.expires
 
-    def matches(self, rule: str, urn: str) -> bool:
-        if rule != self.rule:
+    def matches(self, rule: str, urn: str, stack: str) -> bool:
+        if rule != self.rule or stack not in self.stacks:
             return False
         name = urn.rsplit("::", 1)[-1] if urn else ""
-        return fnmatch.fnmatchcase(urn, self.resources) or fnmatch.fnmatchcase(name, self.resources)
+        return any(fnmatch.fnmatchcase(urn, p) or fnmatch.fnmatchcase(name, p) for p in self.resources)
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "id": self.index,
             "rule": self.rule,
-            "resources": self.resources,
+            "stacks": list(self.stacks),
+            "resources": list(self.resources),
             "justification": self.justification,
             "approver": self.approver,
             "expires": self.expires.isoformat(),
         }
 
 
-def parse(entries: Iterable[dict[str, Any]], source: str = "waivers") -> list[Waiver]:
+def _strings(value: Any, what: str, where: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
+        raise WaiverError(f"{where}: {what} must be a non-empty string or list of strings")
+    return tuple(items)
+
+
+def parse(
+    entries: Iterable[dict[str, Any]],
+    source: str = "waivers",
+    *,
+    rules: Iterable[str] | None = None,
+    today: dt.date | None = None,
+) -> list[Waiver]:
+    """Validate every entry; `rules` (the pack's rule names) and `today` enable those checks."""
+    known = set(rules) if rules is not None else None
     out = []
     for n, e in enumerate(entries):
+        where = f"{source}: waiver #{n + 1}"
+        if not isinstance(e, dict):
+            raise WaiverError(f"{where}: must be a mapping with {list(REQUIRED)}")
         missing = [k for k in REQUIRED if not e.get(k)]
         if missing:
+            raise WaiverError(f"{where} lacks {missing}; every waiver needs {list(REQUIRED)}")
+        extra = sorted(set(e) - set(REQUIRED))
+        if extra:
+            raise WaiverError(f"{where}: unknown field(s) {extra}; allowed: {list(REQUIRED)}")
+        rule = str(e["rule"])
+        if known is not None and rule not in known:
             raise WaiverError(
-                f"{source}: waiver #{n + 1} lacks {missing}; every waiver needs {list(REQUIRED)}"
+                f"{where}: no rule named {rule!r} in the pack (see policies/README.md for the names)"
             )
+        resources = _strings(e["resources"], "resources", where)
+        for pattern in resources:
+            if not pattern.strip("*?[]:"):
+                raise WaiverError(
+                    f"{where}: resources pattern {pattern!r} matches everything; name the resources (e.g. 'mlp-*-logs')"
+                )
+        stacks = _strings(e["stacks"], "stacks", where)
+        if "*" in stacks:
+            raise WaiverError(f"{where}: stacks must list stack names ('*' is refused)")
         expires = e["expires"]
         if isinstance(expires, str):
             try:
                 expires = dt.date.fromisoformat(expires)
             except ValueError as err:
-                raise WaiverError(f"{source}: waiver #{n + 1} expires={expires!r}: use YYYY-MM-DD") from err
+                raise WaiverError(f"{where}: expires={expires!r} is not a date; write YYYY-MM-DD") from err
+        if not isinstance(expires, dt.date) or isinstance(expires, dt.datetime):
+            raise WaiverError(f"{where}: expires={expires!r} is not a date; write YYYY-MM-DD")
+        if today is not None and expires > today + MAX_VALIDITY:
+            raise WaiverError(
+                f"{where}: expires {expires} is more than one year after {today}; re-review it within a year"
+            )
         out.append(
-            Waiver(str(e["rule"]), str(e["resources"]), str(e["justification"]), str(e["approver"]), expires)
+            Waiver(rule, stacks, resources, str(e["justification"]), str(e["approver"]), expires, n + 1)
         )
     return out
 
 
-def load(path: Path = WAIVERS_FILE) -> list[Waiver]:
+def load(
+    path: Path = WAIVERS_FILE, *, rules: Iterable[str] | None = None, today: dt.date | None = None
+) -> list[Waiver]:
     if not path.exists():
         return []
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return parse(data.get("waivers") or [], str(path))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise WaiverError(f"{path}: not valid YAML ({err})") from err
+    if not isinstance(data, dict) or not isinstance(data.get("waivers") or [], list):
+        raise WaiverError(f"{path}: expected a mapping with a 'waivers' list")
+    return parse(data.get("waivers") or [], str(path), rules=rules, today=today)
+
+
+def find(waivers: Sequence[Waiver], rule: str, urn: str, stack: str, today: dt.date) -> Waiver | None:
+    return next((w for w in waivers if w.active(today) and w.matches(rule, urn, stack)), None)
 
 
 def split(
-    violations: list[dict[str, Any]], waivers: list[Waiver], today: dt.date
+    violations: list[dict[str, Any]], waivers: Sequence[Waiver], today: dt.date, stack: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(still violations, waived ones with their waiver). Expired waivers do not apply."""
     kept, waived = [], []
     for v in violations:
-        w = next((w for w in waivers if w.active(today) and w.matches(v["policy"], v.get("urn") or "")), None)
+        w = find(waivers, v["policy"], v.get("urn") or "", stack, today)
         if w is None:
             kept.append(v)
         else:
             waived.append({**v, "waiver": w.as_dict()})
     return kept, waived
+
+
+def status(
+    waivers: Sequence[Waiver], waived: Iterable[dict[str, Any]], today: dt.date
+) -> dict[str, list[dict[str, Any]]]:
+    """Expired waivers and active ones that matched no finding (`waived`: the waived findings of every
+    stack evaluated): both are for the reviewer to renew or remove."""
+    used = {v["waiver"]["id"] for v in waived}
+    return {
+        "expired": [w.as_dict() for w in waivers if not w.active(today)],
+        "unused": [w.as_dict() for w in waivers if w.active(today) and w.index not in used],
+    }

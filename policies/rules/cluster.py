@@ -18,6 +18,7 @@ from .core import (
     references,
     truthy,
     types,
+    undetermined,
 )
 
 EKS = "aws:eks/cluster:Cluster"
@@ -33,10 +34,11 @@ def check_endpoint(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     if r.type == EKS:
         public = get(i, "vpcConfig.endpointPublicAccess")
-        if public is False or is_unknown(public):
+        if public is False:
             return
         cidrs = get(i, "vpcConfig.publicAccessCidrs")
-        if is_unknown(cidrs):
+        if is_unknown(public) or is_unknown(cidrs):
+            yield undetermined("vpcConfig.endpointPublicAccess or publicAccessCidrs is unknown at preview")
             return
         if not as_list(cidrs):
             yield "the EKS API endpoint is public and publicAccessCidrs is unset, which AWS reads as 0.0.0.0/0: set endpointPublicAccess=False or list the operator CIDRs."
@@ -54,7 +56,8 @@ def check_endpoint(r: Resource, ctx: Context) -> Iterator[str]:
         if truthy(get(i, "apiServerAccessProfile.enablePrivateCluster")):
             return
         ranges = get(i, "apiServerAccessProfile.authorizedIPRanges")
-        if is_unknown(ranges):
+        if is_unknown(ranges) or any(is_unknown(x) for x in as_list(ranges)):
+            yield undetermined("apiServerAccessProfile.authorizedIPRanges is unknown at preview")
             return
         if not as_list(ranges):
             yield "the AKS API server is public with no authorizedIPRanges: set apiServerAccessProfile.authorizedIPRanges or enablePrivateCluster=True."

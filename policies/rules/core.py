@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 # The engine's sentinels for values a preview cannot know yet (the same strings as
 # pulumi_policy.proxy and the Pulumi engine's resource/properties.go). A rule never
-# treats one as compliant or non-compliant: it skips the check that needs it.
+# treats one as compliant or non-compliant: it reports what it could not decide as
+# `undetermined(...)` (the pack and the offline gate decide what that means; see README).
 UNKNOWN_SENTINELS = frozenset(
     {
         "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",  # bool
@@ -131,6 +133,10 @@ class Resource:
     parent: str = ""
     dependencies: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Rules compare type tokens; variants of a token (API versions, S3 V2) mean the same kind.
+        object.__setattr__(self, "type", canonical_type(self.type))
+
     @property
     def cloud(self) -> str:
         """aws | gcp | azure | kubernetes | pulumi | other (from the type token's package)."""
@@ -157,12 +163,34 @@ class Context:
         return default if value is None else value
 
 
+UNDETERMINED_PREFIX = "undetermined: "
+
+
+class Undetermined(str):
+    """A message for a check the rule could not decide (a value unknown at preview). It travels as an
+    ordinary diagnostic whose text starts with UNDETERMINED_PREFIX, so the offline runner can tell it
+    apart on the other side of the Analyzer protocol."""
+
+
+def undetermined(what: str) -> Undetermined:
+    """`yield undetermined("kmsKeyId is unknown at preview and depends on no key of this stack")`."""
+    return Undetermined(UNDETERMINED_PREFIX + what)
+
+
+def is_undetermined(message: str) -> bool:
+    return message.startswith(UNDETERMINED_PREFIX)
+
+
 @dataclass(frozen=True)
 class Finding:
-    """A violation as a rule returns it; the pack turns it into a diagnostic."""
+    """A violation (or an undetermined check) as a rule returns it; the pack turns it into a diagnostic."""
 
     message: str
     urn: str | None = None
+
+    @property
+    def undetermined(self) -> bool:
+        return is_undetermined(self.message)
 
 
 ResourceValidator = Callable[[Resource, Context], Iterable[str]]
@@ -192,8 +220,12 @@ class Rule:
         if not self.remediation or not self.url.startswith("https://"):
             raise ValueError(f"rule {self.name}: give remediation steps and an https:// documentation url")
 
+    def covers(self, resource_type: str) -> bool:
+        """The type guard, on the canonical token (versioned azure-native and S3 V2 tokens included)."""
+        return self.applies_to(canonical_type(resource_type))
+
     def check_resource(self, resource: Resource, ctx: Context) -> list[str]:
-        if self.kind != "resource" or not self.applies_to(resource.type):
+        if self.kind != "resource" or not self.covers(resource.type):
             return []
         return list(self.validate(resource, ctx))
 
@@ -201,6 +233,24 @@ class Rule:
         if self.kind != "stack":
             return []
         return list(self.validate(resources, ctx))
+
+
+_AZURE_VERSIONED = re.compile(r"^(azure-native:[^:/]+)/v\d[0-9a-z]*:")
+_AWS_V2 = re.compile(r"^aws:s3/(bucket\w*)V2:(Bucket\w*)V2$")
+
+
+def canonical_type(resource_type: str) -> str:
+    """One token per resource kind, so a rule written for the default token also sees its variants:
+    azure-native's explicit API versions (`azure-native:storage/v20230101:StorageAccount`) and
+    pulumi-aws's V2 S3 resources (`aws:s3/bucketV2:BucketV2`, `...VersioningV2`), which pulumi-aws 7
+    renamed to the plain tokens (the V2 names remain as aliases)."""
+    m = _AZURE_VERSIONED.match(resource_type)
+    if m:
+        return m.group(1) + resource_type[m.end() - 1 :]
+    m = _AWS_V2.match(resource_type)
+    if m:
+        return f"aws:s3/{m.group(1)}:{m.group(2)}"
+    return resource_type
 
 
 def is_diagnostic_setting(resource_type: str) -> bool:

@@ -69,6 +69,11 @@ def _aws(r: Resource) -> Iterator[str]:
                 yield f"blockDeviceMappings[{n}].ebs is not encrypted: set encrypted='true' and kmsKeyId."
             elif _missing(get(ebs, "kmsKeyId")):
                 yield f"blockDeviceMappings[{n}].ebs uses the AWS-managed key: set kmsKeyId to the environment's KMS key."
+    elif r.type == "aws:ebs/volume:Volume":
+        if get(i, "encrypted") is not True and not is_unknown(get(i, "encrypted")):
+            yield "EBS volume is not encrypted: set encrypted=True and kmsKeyId to the environment's KMS key."
+        elif _missing(get(i, "kmsKeyId")):
+            yield "EBS volume uses the AWS-managed key: set kmsKeyId to the environment's KMS key."
     elif r.type == "aws:eks/nodeGroup:NodeGroup":
         if get(i, "launchTemplate") is None:
             yield "EKS node group has no launchTemplate, so its root volumes use the account default key: attach a launch template whose blockDeviceMappings are encrypted with the environment's KMS key."
@@ -121,10 +126,14 @@ def _gcp(r: Resource) -> Iterator[str]:
         path, message = _GCP_KEY[r.type]
         if _missing(get(i, path)):
             yield message
-    elif r.type == "gcp:container/cluster:Cluster" and (
-        get(i, "databaseEncryption.state") != "ENCRYPTED" or _missing(get(i, "databaseEncryption.keyName"))
-    ):
-        yield "GKE application-layer secrets encryption is off: set databaseEncryption={state: 'ENCRYPTED', keyName: <kms key>}."
+    elif r.type == "gcp:container/cluster:Cluster":
+        if get(i, "databaseEncryption.state") != "ENCRYPTED" or _missing(
+            get(i, "databaseEncryption.keyName")
+        ):
+            yield "GKE application-layer secrets encryption is off: set databaseEncryption={state: 'ENCRYPTED', keyName: <kms key>}."
+        for n, pool in enumerate(as_list(get(i, "nodePools"))):  # inline pools: same field as NodePool
+            if _missing(get(pool, "nodeConfig.bootDiskKmsKey")):
+                yield f"nodePools[{n}] boot disks use Google-managed keys: set nodeConfig.bootDiskKmsKey."
 
 
 def _azure(r: Resource) -> Iterator[str]:
@@ -159,6 +168,7 @@ ENCRYPTED_TYPES = types(
     "aws:sqs/queue:Queue",
     "aws:ec2/launchTemplate:LaunchTemplate",
     "aws:eks/nodeGroup:NodeGroup",
+    "aws:ebs/volume:Volume",
     S3_BUCKET,
     "gcp:storage/bucket:Bucket",
     "gcp:container/cluster:Cluster",

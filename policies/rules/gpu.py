@@ -15,6 +15,12 @@ EKS_POOL = "aws:eks/nodeGroup:NodeGroup"
 GKE_POOL = "gcp:container/nodePool:NodePool"
 AKS_POOL = "azure-native:containerservice:AgentPool"
 POOLS = types(EKS_POOL, GKE_POOL, AKS_POOL)
+# Pools declared inline in the cluster resource: (list input, the stand-alone pool type it mirrors).
+INLINE_POOLS = {
+    "gcp:container/cluster:Cluster": ("nodePools", GKE_POOL),
+    "azure-native:containerservice:ManagedCluster": ("agentPoolProfiles", AKS_POOL),
+}
+POOL_HOLDERS = types(EKS_POOL, GKE_POOL, AKS_POOL, *INLINE_POOLS)
 _AWS_GPU = re.compile(r"^(p\d|g\d|gr\d|inf\d|trn\d)[a-z]*\.", re.I)
 _GCP_GPU = re.compile(r"^(a2|a3|a4|g2)-", re.I)
 _AZURE_GPU = re.compile(r"^standard_n", re.I)
@@ -75,7 +81,26 @@ def _sizes(r: Resource) -> tuple[Any, Any]:
     return get(i, "minCount"), get(i, "maxCount")
 
 
+def pools_of(r: Resource) -> Iterator[tuple[str, Resource]]:
+    """(message prefix, pool) for a pool resource or each inline pool of a cluster; an inline pool has
+    the same fields as the stand-alone type (GKE NodePool, AKS AgentPool), so the same checks apply."""
+    if r.type in INLINE_POOLS:
+        key, pool_type = INLINE_POOLS[r.type]
+        for n, spec in enumerate(as_list(get(r.inputs, key))):
+            if isinstance(spec, dict):
+                tags = {"tags": r.inputs.get("tags"), "resourceLabels": r.inputs.get("resourceLabels")}
+                yield f"{key}[{n}]: ", Resource(pool_type, r.name, r.urn, {**tags, **spec})
+    elif POOLS(r.type):
+        yield "", r
+
+
 def check_pool(r: Resource, ctx: Context) -> Iterator[str]:
+    for prefix, pool in pools_of(r):
+        for message in _check_pool(pool, ctx):
+            yield prefix + message
+
+
+def _check_pool(r: Resource, ctx: Context) -> Iterator[str]:
     if not is_gpu_pool(r):
         return
     i = r.inputs
@@ -109,7 +134,7 @@ def _mentions_checkpoint(r: Resource) -> bool:
 
 
 def check_checkpoint_bucket(resources: Sequence[Resource], ctx: Context) -> Iterator[Finding]:
-    pools = [r for r in resources if POOLS(r.type) and is_gpu_pool(r)]
+    pools = [r for r in resources if any(is_gpu_pool(p) for _, p in pools_of(r))]
     if not pools:
         return
     if not any(BUCKETS(r.type) and _mentions_checkpoint(r) for r in resources):
@@ -130,7 +155,7 @@ RULES = (
         remediation="Spot capacity, min 0 (non-prod), max <= maxGpuNodes, taint nvidia.com/gpu=true:NoSchedule.",
         url="https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html#managed-node-group-capacity-types-spot",
         validate=check_pool,
-        applies_to=POOLS,
+        applies_to=POOL_HOLDERS,
         config_schema={"maxGpuNodes": {"type": "number"}, "environment": {"type": "string"}},
     ),
     Rule(
@@ -142,6 +167,6 @@ RULES = (
         remediation="Declare the checkpoint bucket (with versioning and a lifecycle rule) in the same stack as the GPU pools.",
         url="https://docs.aws.amazon.com/AmazonS3/latest/userguide/create-bucket-overview.html",
         validate=check_checkpoint_bucket,
-        applies_to=POOLS,
+        applies_to=POOL_HOLDERS,
     ),
 )

@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .core import Context, Resource, Rule, as_list, get, is_unknown, parse_json_document, types
+from .core import Context, Resource, Rule, as_list, get, is_unknown, parse_json_document, types, undetermined
+from .encryption import wildcard_principals
 from .public_access import gcp_iam_type, gcp_members
 
 # Actions that only support Resource '*' (no resource-level permissions): '*' is the only option.
@@ -46,8 +47,11 @@ AZURE_PRIVILEGED = {
     "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
     "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
 }
+# Owner/Contributor for a workload identity is too broad at subscription and at resource-group scope.
 _SUBSCRIPTION_SCOPE = re.compile(
-    r"^/subscriptions/[^/]+/?$|^/providers/Microsoft\.Management/managementGroups/", re.I
+    r"^/subscriptions/[^/]+/?$|^/subscriptions/[^/]+/resourceGroups/[^/]+/?$"
+    r"|^/providers/Microsoft\.Management/managementGroups/",
+    re.I,
 )
 
 AWS_POLICY_DOCS = {
@@ -73,7 +77,7 @@ def aws_policy_documents(r: Resource) -> list[tuple[str, Any]]:
     if r.type == "aws:iam/role:Role":
         for n, inline in enumerate(as_list(get(r.inputs, "inlinePolicies"))):
             docs.append((f"inlinePolicies[{n}]", get(inline, "policy")))
-    return [(w, d) for w, d in docs if d is not None and not is_unknown(d)]
+    return [(w, d) for w, d in docs if d is not None]
 
 
 def statement_wildcards(doc: dict[str, Any]) -> Iterator[str]:
@@ -83,8 +87,11 @@ def statement_wildcards(doc: dict[str, Any]) -> Iterator[str]:
         sid = st.get("Sid") or f"Statement[{n}]"
         if "NotAction" in st:
             yield f"{sid} allows NotAction (everything except a list): list the actions instead"
+        if "NotResource" in st:
+            yield f"{sid} allows NotResource (everything except a list): list the resources instead"
         actions = [str(a) for a in as_list(st.get("Action"))]
-        wild = [a for a in actions if a == "*" or a.endswith(":*")]
+        # Partial wildcards (s3:Put*, iam:*Role*) grant actions added to the service later, too.
+        wild = [a for a in actions if "*" in a or "?" in a]
         if wild:
             yield f"{sid} allows wildcard action(s) {wild}: list the exact actions"
         resources = [str(x) for x in as_list(st.get("Resource"))]
@@ -94,6 +101,9 @@ def statement_wildcards(doc: dict[str, Any]) -> Iterator[str]:
 
 def check_wildcards(r: Resource, ctx: Context) -> Iterator[str]:
     for where, raw in aws_policy_documents(r):
+        if is_unknown(raw):
+            yield undetermined(f"{where} is unknown at preview (built from values of other resources)")
+            continue
         doc = parse_json_document(raw)
         if doc is None:
             continue
@@ -149,11 +159,42 @@ def check_parliament(r: Resource, ctx: Context) -> Iterator[str]:
     import json
 
     for where, raw in aws_policy_documents(r):
+        if is_unknown(raw):
+            continue  # iam-no-wildcards reports it as undetermined
         text = raw if isinstance(raw, str) else json.dumps(raw)
         for f in analyze_policy_string(text).findings:
             enhance_finding(f)  # fills severity/title from Parliament's own config, as its CLI does
             if str(f.severity).upper() in ("HIGH", "MEDIUM", "CRITICAL"):
                 yield f"{where}: Parliament {f.issue} ({f.severity}): {f.title}. {f.detail}".strip()
+
+
+# Trust policies and resource policies: (type, input holding the document). Bucket policies and key
+# policies and ECR repository policies have their own rules (s3-no-public-acl-or-policy,
+# kms-key-policy-no-wildcard-principal, registry-no-anonymous-access).
+RESOURCE_POLICIES = {
+    "aws:iam/role:Role": "assumeRolePolicy",
+    "aws:sqs/queuePolicy:QueuePolicy": "policy",
+    "aws:sqs/queue:Queue": "policy",
+    "aws:sns/topicPolicy:TopicPolicy": "policy",
+    "aws:sns/topic:Topic": "policy",
+    "aws:ecr/registryPolicy:RegistryPolicy": "policy",
+}
+
+
+def check_public_principal(r: Resource, ctx: Context) -> Iterator[str]:
+    key = RESOURCE_POLICIES[r.type]
+    raw = get(r.inputs, key)
+    if raw is None:
+        return
+    if is_unknown(raw):
+        yield undetermined(f"{key} is unknown at preview")
+        return
+    doc = parse_json_document(raw)
+    if doc is None:
+        return
+    for sid in wildcard_principals(doc):
+        what = "anyone may assume this role" if key == "assumeRolePolicy" else "anyone is granted access"
+        yield f"{key} statement {sid} has Principal '*' (or AWS: '*') without a Condition: {what}. Name the principals."
 
 
 IAM_TYPES = types(*AWS_POLICY_DOCS, "aws:iam/role:Role", "azure-native:authorization:RoleDefinition")
@@ -183,6 +224,17 @@ RULES = (
         url="https://cloud.google.com/iam/docs/roles-overview#basic",
         validate=check_admin,
         applies_to=lambda t: ADMIN_TYPES(t) or gcp_iam_type(t) or K8S_BINDINGS(t),
+    ),
+    Rule(
+        name="iam-no-public-principal",
+        description="Trust policies and SQS, SNS and ECR registry policies grant nothing to Principal '*'.",
+        kind="resource",
+        severity="critical",
+        enforcement="mandatory",
+        remediation="Replace Principal '*' with the account, role or service that needs access, or add a Condition that pins it (aws:PrincipalArn, aws:SourceAccount).",
+        url="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html",
+        validate=check_public_principal,
+        applies_to=types(*RESOURCE_POLICIES),
     ),
     Rule(
         name="aws-iam-policy-lint",

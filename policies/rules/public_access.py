@@ -17,6 +17,7 @@ from .core import (
     parse_json_document,
     references,
     types,
+    undetermined,
 )
 from .encryption import S3_BUCKET, wildcard_principals
 
@@ -37,11 +38,15 @@ def check_s3_pab(resources: Sequence[Resource], ctx: Context) -> Iterator[Findin
             )
             continue
         for block in mine:
-            off = [
-                f
-                for f in PAB_FLAGS
-                if get(block.inputs, f) is not True and not is_unknown(get(block.inputs, f))
-            ]
+            unknown = [f for f in PAB_FLAGS if is_unknown(get(block.inputs, f))]
+            if unknown:
+                yield Finding(
+                    undetermined(
+                        f"S3 bucket '{bucket.name}': {unknown} of '{block.name}' are unknown at preview"
+                    ),
+                    bucket.urn,
+                )
+            off = [f for f in PAB_FLAGS if get(block.inputs, f) is not True and f not in unknown]
             if off:
                 yield Finding(
                     f"S3 bucket '{bucket.name}': BucketPublicAccessBlock '{block.name}' leaves {off} unset or "
@@ -67,10 +72,14 @@ def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
 
 def check_gcs(r: Resource, ctx: Context) -> Iterator[str]:
     pap = get(r.inputs, "publicAccessPrevention")
-    if pap != "enforced" and not is_unknown(pap):
+    if is_unknown(pap):
+        yield undetermined("publicAccessPrevention is unknown at preview")
+    elif pap != "enforced":
         yield f"publicAccessPrevention is {pap!r}: set it to 'enforced'."
     ubla = get(r.inputs, "uniformBucketLevelAccess")
-    if ubla is not True and not is_unknown(ubla):
+    if is_unknown(ubla):
+        yield undetermined("uniformBucketLevelAccess is unknown at preview")
+    elif ubla is not True:
         yield "uniformBucketLevelAccess is off, so object ACLs can grant public access: set it to True."
 
 
@@ -95,6 +104,10 @@ def gcp_members(r: Resource) -> list[tuple[str, str]]:
 
 
 def check_gcp_members(r: Resource, ctx: Context) -> Iterator[str]:
+    unknown = [k for k in ("member", "members", "policyData") if is_unknown(get(r.inputs, k))]
+    if unknown:
+        # Resource policies do not see dependency edges, so an unknown member might be allUsers.
+        yield undetermined(f"{unknown[0]} is unknown at preview: the member cannot be checked")
     for role, member in gcp_members(r):
         if member.lower() in PUBLIC_MEMBERS:
             yield f"{role} is granted to {member!r}: anyone on the internet gets it. Grant to a service account or group."
@@ -103,7 +116,9 @@ def check_gcp_members(r: Resource, ctx: Context) -> Iterator[str]:
 def check_azure_storage(r: Resource, ctx: Context) -> Iterator[str]:
     if r.type == "azure-native:storage:StorageAccount":
         v = get(r.inputs, "allowBlobPublicAccess")
-        if v is not False and not is_unknown(v):
+        if is_unknown(v):
+            yield undetermined("allowBlobPublicAccess is unknown at preview")
+        elif v is not False:
             yield "allowBlobPublicAccess is not False: set allow_blob_public_access=False (older API versions default to True)."
     elif r.type == "azure-native:storage:BlobContainer":
         v = get(r.inputs, "publicAccess")
@@ -122,8 +137,8 @@ def check_azure_network(r: Resource, ctx: Context) -> Iterator[str]:
     path = NETWORK_TYPES[r.type]
     v = get(r.inputs, path)
     if is_unknown(v):
-        return
-    if str(v).lower() != "disabled":
+        yield undetermined(f"{path} is unknown at preview")
+    elif str(v).lower() != "disabled":
         yield f"{path} is {v!r}: set it to 'Disabled' and reach the service through a private endpoint."
 
 

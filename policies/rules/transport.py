@@ -17,6 +17,7 @@ from .core import (
     parse_json_document,
     references,
     types,
+    undetermined,
 )
 from .encryption import S3_BUCKET
 
@@ -41,7 +42,11 @@ def check_s3_tls(resources: Sequence[Resource], ctx: Context) -> Iterator[Findin
         mine = [p for p in policies if references(p, bucket, "bucket")]
         docs = [get(p.inputs, "policy") for p in mine]
         if any(is_unknown(d) for d in docs):
-            continue  # built from unknown ARNs at preview: judged at `pulumi up`
+            yield Finding(
+                undetermined(f"S3 bucket '{bucket.name}': its bucket policy is unknown at preview"),
+                bucket.urn,
+            )
+            continue
         if not any(denies_insecure_transport(parse_json_document(d) or {}) for d in docs):
             yield Finding(
                 f"S3 bucket '{bucket.name}' accepts plain HTTP: attach a BucketPolicy with a Deny statement on "
@@ -52,7 +57,9 @@ def check_s3_tls(resources: Sequence[Resource], ctx: Context) -> Iterator[Findin
 
 def check_min_tls(r: Resource, ctx: Context) -> Iterator[str]:
     tls = get(r.inputs, "minimumTlsVersion")
-    if not is_unknown(tls) and tls not in TLS_OK:
+    if is_unknown(tls):
+        yield undetermined("minimumTlsVersion is unknown at preview")
+    elif tls not in TLS_OK:
         yield f"minimumTlsVersion is {tls!r}: set it to 'TLS1_2'."
     if get(r.inputs, "enableHttpsTrafficOnly") is False:
         yield "enableHttpsTrafficOnly is False: remove it or set it to True."

@@ -14,7 +14,7 @@ import pytest
 from policies.analyze import PACK_DIR, PACK_PYTHON_ENV
 
 REPO = Path(__file__).resolve().parents[2]
-REAL_STACKS = ("dev", "gcp-dev", "azure-dev")
+REAL_STACKS = ("dev", "gcp-dev", "azure-dev", "prod")  # prod: the environment-gated rules
 
 
 @pytest.fixture(scope="session")

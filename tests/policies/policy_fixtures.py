@@ -30,13 +30,17 @@ def urn(stack: str, type_: str, name: str) -> str:
 
 
 def res(stack: str, type_: str, name: str, inputs: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    deps = list(extra.get("dependencies", []))
+    if KEY_ARN in json.dumps(inputs):
+        # KEY_ARN stands for the data-key's ARN as the engine resolves it; the engine records the edge.
+        deps.append(urn(stack, "aws:kms/key:Key", "data-key"))
     return {
         "urn": urn(stack, type_, name),
         "type": type_,
         "name": name,
         "inputs": copy.deepcopy(inputs),
         "parent": extra.get("parent"),
-        "dependencies": extra.get("dependencies", []),
+        "dependencies": deps,
         "provider": extra.get("provider"),
     }
 
@@ -408,6 +412,28 @@ def k8s_serving(stack: str, environment: str) -> list[dict[str, Any]]:
                 "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
             },
         ),
+        res(
+            stack,
+            "kubernetes:core/v1:Secret",
+            "alertmanager-config",
+            {
+                "metadata": {
+                    "name": "alertmanager-config",
+                    "namespace": "monitoring",
+                    # infra's contract (issue 13): receiver names and whether a pager is configured.
+                    "annotations": {
+                        "platform.eu-ml/alert-receivers": "email,pagerduty"
+                        if environment == "prod"
+                        else "email",
+                        "platform.eu-ml/paging": "true" if environment == "prod" else "false",
+                    },
+                },
+                "stringData": {
+                    "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+                    "value": "[secret]",
+                },
+            },
+        ),
     ]
 
 
@@ -427,7 +453,12 @@ def gcp_stack(stack: str = "gcp-dev") -> dict[str, Any]:
             stack,
             "gcp:kms/cryptoKey:CryptoKey",
             "data-key",
-            {"keyRing": UNKNOWN, "rotationPeriod": "7776000s", "destroyScheduledDuration": "2592000s"},
+            {
+                "name": "data",
+                "keyRing": UNKNOWN,
+                "rotationPeriod": "7776000s",
+                "destroyScheduledDuration": "2592000s",
+            },
             **p,
         ),
     ]
@@ -456,6 +487,7 @@ def gcp_stack(stack: str = "gcp-dev") -> dict[str, Any]:
                     "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "ops"}]
                 },
                 "datapathProvider": "ADVANCED_DATAPATH",
+                "privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": False},
                 "loggingConfig": {"enableComponents": ["SYSTEM_COMPONENTS", "APISERVER", "WORKLOADS"]},
                 "resourceLabels": labels,
             },
@@ -599,7 +631,8 @@ def azure_stack(stack: str = "azure-dev") -> dict[str, Any]:
             "networkProfile": {"networkPlugin": "azure", "networkPolicy": "cilium"},
             "tags": tags,
         },
-        dependencies=[rg["urn"]],
+        # The key references come from the stack's key vault key (unknown at preview, the edge is known).
+        dependencies=[rg["urn"], urn(stack, "azure-native:keyvault:Key", "data")],
         **p,
     )
     resources = [
@@ -707,6 +740,7 @@ def azure_stack(stack: str = "azure-dev") -> dict[str, Any]:
                 "encryption": {"status": "enabled", "keyVaultProperties": {"keyIdentifier": UNKNOWN}},
                 "tags": tags,
             },
+            dependencies=[urn(stack, "azure-native:keyvault:Key", "data")],
             **p,
         ),
         res(

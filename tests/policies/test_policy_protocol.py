@@ -21,11 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 def _gcs_only(pap: str) -> dict[str, Any]:
     """A one-bucket GCP stack: the known-good (enforced) or known-bad (inherited) resource."""
     plan = fx.gcp_stack()
-    keep = {"gcp-eu", "data"}
+    keep = {"gcp-eu", "data", "data-key"}  # the bucket's CMEK must name a key of the stack
     plan["resources"] = [
         r
         for r in plan["resources"]
-        if r["name"] in keep and r["type"] in ("pulumi:providers:gcp", "gcp:storage/bucket:Bucket")
+        if r["name"] in keep
+        and r["type"] in ("pulumi:providers:gcp", "gcp:storage/bucket:Bucket", "gcp:kms/cryptoKey:CryptoKey")
     ]
     fx.find(plan, "gcp:storage/bucket:Bucket", "data")["inputs"]["publicAccessPrevention"] = pap
     return plan
@@ -38,7 +39,7 @@ def test_known_bad_and_known_good_resource(pack_python: Path) -> None:
     assert good.pack["name"] == "eu-ml-platform-policies"
     # pulumi-policy 1.21 does not implement Handshake: the runner records it, as the CLI tolerates it.
     assert good.pack["handshake"] in ("ok", "unimplemented")
-    assert good.resources_analyzed == 2
+    assert good.resources_analyzed == 3
     # The one-bucket stack lacks the audit config and budget the stack rules require; nothing else.
     assert {v["policy"] for v in good.violations} == {"audit-trail-enabled", "budget-alerts"}
 
@@ -50,6 +51,7 @@ def test_known_bad_and_known_good_resource(pack_python: Path) -> None:
             "message": "publicAccessPrevention is 'inherited': set it to 'enforced'.",
             "enforcement": "mandatory",
             "severity": "critical",
+            "undetermined": False,
         }
     ]
 

@@ -65,6 +65,27 @@ def both(*mutations: Callable[[Plan], None]) -> Callable[[Plan], None]:
     return mutate
 
 
+def add(type_: str, name: str, inputs: dict[str, Any]) -> Callable[[Plan], None]:
+    """Append a resource to a real stack, with that stack's explicit provider for its cloud."""
+
+    def mutate(plan: Plan) -> None:
+        pkg = type_.split(":", 1)[0]
+        prov = next((r for r in plan["resources"] if r["type"] == f"pulumi:providers:{pkg}"), None)
+        urn = f"urn:pulumi:{plan['stack']}::{plan.get('project', 'eu-ml-platform')}::{type_}::{name}"
+        plan["resources"].append(
+            {
+                "urn": urn,
+                "type": type_,
+                "name": name,
+                "inputs": copy.deepcopy(inputs),
+                "provider": f"{prov['urn']}::x" if prov else None,
+                "dependencies": [],
+            }
+        )
+
+    return mutate
+
+
 DELETE = object()
 DEP = "kubernetes:apps/v1:Deployment"
 CONTAINER = "spec.template.spec.containers.0"
@@ -211,6 +232,99 @@ MUTATIONS: list[tuple[str, str, Callable[[Plan], None]]] = [
     ("audit-trail-enabled", "dev", put("aws:cloudtrail/trail:Trail", "isMultiRegionTrail", False)),
     ("log-retention-365", "dev", put("aws:cloudwatch/logGroup:LogGroup", "retentionInDays", 7.0)),
     ("budget-alerts", "azure-dev", drop("azure-native:consumption:Budget")),
+    # issue 12 classes, each on the real stack of its cloud
+    (
+        "network-no-open-ingress",
+        "dev",
+        add(
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "mutant-ssh",
+            {
+                "securityGroupId": "sg-1",
+                "cidrIpv4": "0.0.0.0/0",
+                "fromPort": 22.0,
+                "toPort": 22.0,
+                "ipProtocol": "tcp",
+            },
+        ),
+    ),
+    (
+        "network-no-open-ingress",
+        "gcp-dev",
+        add(
+            "gcp:compute/firewall:Firewall",
+            "mutant-fw",
+            {"network": "n", "allows": [{"protocol": "tcp", "ports": ["22"]}], "sourceRanges": ["0.0.0.0/0"]},
+        ),
+    ),
+    (
+        "network-no-open-ingress",
+        "azure-dev",
+        add(
+            "azure-native:network:SecurityRule",
+            "mutant-rule",
+            {
+                "direction": "Inbound",
+                "access": "Allow",
+                "protocol": "Tcp",
+                "sourceAddressPrefix": "Internet",
+                "destinationPortRange": "22",
+            },
+        ),
+    ),
+    ("k8s-no-public-service", "dev", put("kubernetes:core/v1:Service", "spec.type", "LoadBalancer")),
+    ("k8s-no-public-service", "azure-dev", put("kubernetes:core/v1:Service", "spec.type", "NodePort")),
+    (
+        "node-no-public-ip",
+        "gcp-dev",
+        put("gcp:container/cluster:Cluster", "privateClusterConfig.enablePrivateNodes", False),
+    ),
+    (
+        "node-no-public-ip",
+        "azure-dev",
+        put("azure-native:containerservice:ManagedCluster", "agentPoolProfiles.0.enableNodePublicIP", True),
+    ),
+    (
+        "iam-no-public-principal",
+        "dev",
+        put(
+            "aws:iam/role:Role",
+            "assumeRolePolicy",
+            PUBLIC_KEY_POLICY.replace("kms:Decrypt", "sts:AssumeRole"),
+        ),
+    ),
+    (
+        "cmk-key-reference",
+        "dev",
+        put(
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            "rules.0.applyServerSideEncryptionByDefault.kmsMasterKeyId",
+            "alias/aws/s3",
+        ),
+    ),
+    (
+        "eu-data-flows",
+        "gcp-dev",
+        put(
+            "gcp:logging/projectSink:ProjectSink",
+            "destination",
+            "logging.googleapis.com/projects/p/locations/us/buckets/b",
+        ),
+    ),
+    (
+        "eu-data-flows",
+        "azure-dev",
+        put(
+            "azure-native:monitor:DiagnosticSetting",
+            "workspaceId",
+            "/subscriptions/s/resourceGroups/g/providers/Microsoft.OperationalInsights/workspaces/foreign",
+        ),
+    ),
+    (
+        "prod-alert-routing",
+        "prod",
+        drop("kubernetes:core/v1:Secret", "alertmanager-config"),
+    ),
     (
         "required-tags",
         "azure-dev",

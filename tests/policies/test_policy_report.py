@@ -29,8 +29,8 @@ def test_mapping_covers_every_rule_and_only_them() -> None:
 
 
 def test_waiver_needs_every_field() -> None:
-    with pytest.raises(WaiverError, match="lacks \\['approver'\\]"):
-        parse([{"rule": "x", "resources": "*", "justification": "j", "expires": "2027-01-01"}])
+    with pytest.raises(WaiverError, match="lacks \\['stacks', 'approver'\\]"):
+        parse([{"rule": "x", "resources": "a", "justification": "j", "expires": "2027-01-01"}])
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, pack_python: Path) -> tuple[
                 "waivers": [
                     {
                         "rule": "kms-key-rotation",
+                        "stacks": ["dev"],
                         "resources": "data-key",
                         "justification": "key replaced by the HSM-backed key in Q1",
                         "approver": "DPD <dpd@example.eu>",
@@ -59,6 +60,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, pack_python: Path) -> tuple[
                     },
                     {
                         "rule": "registry-immutable-scanned",
+                        "stacks": ["dev"],
                         "resources": "*::aws:ecr/repository:Repository::serving",
                         "justification": "migration window",
                         "approver": "ENS officer <ens@example.eu>",

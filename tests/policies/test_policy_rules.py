@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import policy_cases
 import policy_fixtures as fx
 import pytest
 
@@ -22,9 +23,13 @@ Plan = dict[str, Any]
 
 
 def violations(plan: Plan, config: dict[str, Any] | None = None) -> set[tuple[str, str | None]]:
+    """(rule, resource name) per finding; an undetermined finding's name ends in '?'."""
     p = plan_from_dict(plan)
     found = evaluate(to_resources(p), Context(config=config or {}, environment=p.environment))
-    return {(rule, f.urn.rsplit("::", 1)[-1] if f.urn else None) for rule, f in found}
+    return {
+        (rule, (f.urn.rsplit("::", 1)[-1] + ("?" if f.undetermined else "")) if f.urn else None)
+        for rule, f in found
+    }
 
 
 @pytest.mark.parametrize("make", [fx.aws_stack, fx.gcp_stack, fx.azure_stack], ids=["aws", "gcp", "azure"])
@@ -800,6 +805,9 @@ CASES: list[tuple[str, Callable[[], Plan], Callable[[Plan], None], set[tuple[str
 ]
 
 
+CASES += policy_cases.CASES
+
+
 @pytest.mark.parametrize(
     ("make", "mutate", "expected"),
     [c[1:] for c in CASES if c[3] is not None],
@@ -835,12 +843,17 @@ def test_every_rule_has_a_mutant() -> None:
     assert untested == set()
 
 
-def test_unknown_values_are_neither_compliant_nor_violations() -> None:
+def test_unknown_values_are_reported_as_undetermined_never_as_passing() -> None:
     plan = fx.aws_stack()
-    # A policy document built from ARNs unknown at preview: the TLS rule must not judge it.
+    # A policy document built from ARNs unknown at preview: the TLS rule cannot judge it either way.
     _inputs(plan, "aws:s3/bucketPolicy:BucketPolicy", "data-policy")["policy"] = fx.UNKNOWN
     _inputs(plan, EKS, "cluster")["vpcConfig"]["publicAccessCidrs"] = fx.UNKNOWN
-    assert violations(plan) == set()
+    p = plan_from_dict(plan)
+    found = evaluate(to_resources(p), Context(environment=p.environment))
+    assert {(rule, f.urn.rsplit("::", 1)[-1], f.undetermined) for rule, f in found} == {
+        ("s3-bucket-tls-only", "data", True),
+        ("cluster-endpoint-restricted", "cluster", True),
+    }
 
 
 def test_guard_skips_other_types() -> None:
