@@ -67,7 +67,7 @@ def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
             # Encrypted with the stack's secrets provider: never readable offline.
             out[key] = UNKNOWN
         elif isinstance(value, dict | list):
-            out[key] = json.dumps(_unknown_secrets(value))
+            out[key] = json.dumps(unknown_secrets(value))
         elif isinstance(value, bool):
             out[key] = "true" if value else "false"
         else:
@@ -75,14 +75,14 @@ def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-def _unknown_secrets(value: Any) -> Any:
+def unknown_secrets(value: Any) -> Any:
     """Nested `secure:` values (`pulumi config set --secret --path a.b`) are unreadable offline too."""
     if isinstance(value, dict):
         if set(value) == {"secure"}:
             return UNKNOWN
-        return {k: _unknown_secrets(v) for k, v in value.items()}
+        return {k: unknown_secrets(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_unknown_secrets(v) for v in value]
+        return [unknown_secrets(v) for v in value]
     return value
 
 

@@ -128,7 +128,9 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
 
-    argo.declare(cfg, buckets, training_image, labels, opts)  # retraining pipeline (pipeline/, infra/k8s/argo.py)
+    argo.declare(
+        cfg, buckets, training_image, labels, opts
+    )  # retraining pipeline (pipeline/, infra/k8s/argo.py)
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
     for name, value in outputs.items():
         pulumi.export(name, value)

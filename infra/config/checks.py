@@ -188,7 +188,12 @@ def _serving(cfg: PlatformConfig) -> None:
         raise ConfigError(
             "serving.minReplicas", s.min_replicas, "prod keeps >= 2 replicas (PDB, zone failure)"
         )
-    for key, image in (("serving.image", s.image), ("trainingImage", cfg.training_image)):
+    images = (
+        ("serving.image", s.image),
+        ("trainingImage", cfg.training_image),
+        ("monitoring.alertmanagerImage", cfg.monitoring.alertmanager_image),
+    )
+    for key, image in images:
         if env != "dev" and not re.search(DIGEST, image):
             raise ConfigError(
                 key, image, f"{env} pins images by digest: sha256:<64 hex> or <repo>@sha256:..."

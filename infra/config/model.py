@@ -165,6 +165,10 @@ class MonitoringConfig(_Model):
         pattern=r"^[A-Za-z0-9.-]+:\d{1,5}$",
         description="host:port of the SMTP relay",
     )
+    # Alertmanager's image (quay.io, the project's own); staging and prod pin it by digest (as every image).
+    alertmanager_image: str = Field(
+        default="quay.io/prometheus/alertmanager:v0.28.1", min_length=1, description="an image reference"
+    )
     # Pagers for critical alerts: Pulumi secrets (`pulumi config set --secret --path
     # monitoring.pagerdutyRoutingKey ...`); a prod stack without either fails the policy pack.
     pagerduty_routing_key: SecretStr | None = None

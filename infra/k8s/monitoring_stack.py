@@ -24,9 +24,8 @@ from infra.k8s.netpol import dns_egress, identity_and_https_egress
 from infra.k8s.serving import RESTRICTED
 from infra.shape import POOL_SELECTORS, SERVICE_ACCOUNTS
 
-# Alertmanager 0.28 (quay.io, the project's own image); one replica: notifications are idempotent
-# per group, and silences live on a small volume so a restart keeps them.
-ALERTMANAGER_IMAGE = "quay.io/prometheus/alertmanager:v0.28.1"
+# One Alertmanager replica: notifications are idempotent per group, and silences live on a small
+# volume so a restart keeps them. Its image is `monitoring.alertmanagerImage` (digest-pinned in prod).
 ALERTMANAGER_STORAGE = "1Gi"
 # Outbound for notifications: PagerDuty and Opsgenie APIs (HTTPS) and the SMTP relay (submission port).
 NOTIFY_PORTS = (443, 587)
@@ -42,6 +41,7 @@ class MonitoringArgs:
     # alertmanager.yml as a Pulumi secret, and the receiver annotations (names only) shown in the plan.
     alertmanager_config: pulumi.Input[str]
     receiver_annotations: Mapping[str, str]
+    alertmanager_image: str
     dashboards: Mapping[str, str]
     # The drift CronJob: the training image, its schedule and the three fsspec URLs it reads and writes.
     image: pulumi.Input[str]
@@ -141,7 +141,7 @@ class MonitoringStack(pulumi.ComponentResource):
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name=ALERTMANAGER,
-                                image=ALERTMANAGER_IMAGE,
+                                image=args.alertmanager_image,
                                 args=[
                                     "--config.file=/etc/alertmanager/alertmanager.yml",
                                     "--storage.path=/alertmanager",

@@ -17,7 +17,8 @@ def raw(stack: str = "dev") -> dict[str, Any]:
     import yaml
 
     document = yaml.safe_load((plan.ROOT / f"Pulumi.{stack}.yaml").read_text())
-    return config.project_keys(document["config"])
+    # `secure:` values as a program sees them offline (decrypted by the CLI in a real run).
+    return config.project_keys(plan.unknown_secrets(document["config"]))
 
 
 def parse(values: dict[str, Any], stack: str = "dev") -> config.PlatformConfig:

@@ -425,3 +425,17 @@ def test_amtool_accepts_the_alertmanager_config_infra_renders(pager: bool, tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     receivers = {r["name"] for r in document["receivers"]}
     assert receivers == ({"email", "pagerduty", "opsgenie"} if pager else {"email"})
+
+
+def test_staging_and_prod_pin_alertmanager_by_digest() -> None:
+    from test_infra_config import raw
+
+    values = copy.deepcopy(raw("staging"))
+    values["monitoring"]["alertmanagerImage"] = "quay.io/prometheus/alertmanager:v0.28.1"
+    with pytest.raises(config.ConfigError, match="pins images by digest") as err:
+        config.parse(values, stack="staging")
+    assert err.value.key == "monitoring.alertmanagerImage"
+    image = named_k8s(
+        Plan(planner.run(planner.load_stack("prod"), {})), "kubernetes:apps/v1:StatefulSet", "alertmanager"
+    )["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "quay.io/prometheus/alertmanager:v0.28.1@sha256:" + "0" * 64
