@@ -100,7 +100,8 @@ def train(args: argparse.Namespace) -> int:
             "--trial-timeout",
             args.trial_timeout,
         ]
-        argv += ["--output", args.out, f"data.source={args.data}"]
+        # Trials skip the baselines for speed; the candidate must carry them for the evaluate step's gate.
+        argv += ["--output", args.out, f"data.source={args.data}", "baselines=true"]
     else:
         # Export is a step of its own (after the candidate wins), so the run does not export.
         argv = ["train", "--preset", args.preset, "--output", args.out, "--data", args.data, "export=false"]
