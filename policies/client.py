@@ -81,15 +81,21 @@ def pack_config(info: Any, plan: Plan, overrides: Mapping[str, Any]) -> dict[str
 
 
 def analyze_plan(
-    plan: Plan, overrides: Mapping[str, Any] | None = None, python: Path | None = None
+    plan: Plan,
+    overrides: Mapping[str, Any] | None = None,
+    python: Path | None = None,
+    *,
+    pack_dir: Path = PACK_DIR,
+    as_cli: bool = False,
 ) -> StackResult:
+    """One Analyzer session over a plan (see policies.process.start_pack for pack_dir and as_cli)."""
     import grpc
     from google.protobuf import empty_pb2
     from pulumi.runtime.proto import analyzer_pb2 as pb
     from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
 
     overrides = overrides or {}
-    with start_pack(plan, python) as pack:
+    with start_pack(plan, python, pack_dir=pack_dir, as_cli=as_cli) as pack:
         channel = grpc.insecure_channel(
             f"127.0.0.1:{pack.port}", options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)]
         )

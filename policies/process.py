@@ -53,8 +53,14 @@ class PackProcess:
 
 
 @contextmanager
-def start_pack(plan: Plan, python: Path | None = None) -> Iterator[PackProcess]:
-    """Start the pack the way the CLI does and yield its port; always kill it afterwards."""
+def start_pack(
+    plan: Plan, python: Path | None = None, *, pack_dir: Path = PACK_DIR, as_cli: bool = False
+) -> Iterator[PackProcess]:
+    """Start the pack the way the CLI does and yield its port; always kill it afterwards.
+
+    `as_cli=True` leaves out the offline gate's switch, so the pack behaves as under
+    `pulumi preview --policy-pack` (undetermined checks and waived findings advisory, waivers applied by
+    the pack itself). `pack_dir` runs another copy of the pack (the publish test)."""
     python = python or pack_python()
     env = {
         **os.environ,
@@ -66,17 +72,18 @@ def start_pack(plan: Plan, python: Path | None = None) -> Iterator[PackProcess]:
             {f"{plan.project}:environment": plan.environment} if plan.environment else {}
         ),
         "PYTHONUNBUFFERED": "1",
-        # The offline gate fails closed: an undetermined check of a mandatory rule is a violation.
-        "POLICY_PACK_UNDETERMINED": "fail",
     }
+    if not as_cli:
+        # The offline gate fails closed: an undetermined check of a mandatory rule is a violation.
+        env["POLICY_PACK_UNDETERMINED"] = "fail"
     env.pop("PYTHONPATH", None)  # the pack venv must find its own protobuf 5, not ours
     engine = "127.0.0.1:0"  # there is no engine offline; the SDK only uses it for logging
     with tempfile.NamedTemporaryFile(prefix="policy-pack-", suffix=".stderr", delete=False) as err_file:
         stderr_path = Path(err_file.name)
     err = stderr_path.open("wb")
     proc = subprocess.Popen(
-        [str(python), "-u", "-m", "pulumi.policy", engine, str(PACK_DIR)],
-        cwd=PACK_DIR,
+        [str(python), "-u", "-m", "pulumi.policy", engine, str(pack_dir)],
+        cwd=pack_dir,
         env=env,
         stdout=subprocess.PIPE,
         stderr=err,
