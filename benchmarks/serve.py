@@ -24,20 +24,26 @@ is judged by prediction agreement with fp32 instead of accuracy, and the JSON sa
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import queue
-import tempfile
-import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from pathlib import Path
-from typing import Any
 
-from benchmarks.serve_common import (
+# Before torch loads its OpenMP runtime: idle OpenMP threads sleep instead of spinning, as ONNX Runtime's do
+# here (allow_spinning 0). Measured on the shared 2 cores: MiniLM batch 1 took 150-250 CPU ms per forward
+# with spinning (threads waiting on descheduled partners) and 12 ms without: a baseline that slow is not fair.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import queue  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from concurrent.futures import Future  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from benchmarks.serve_common import (  # noqa: E402
     TARGETS,
     accuracy,
     batch_histogram,
@@ -50,7 +56,7 @@ from benchmarks.serve_common import (
     pretrained_bundle,
     process_tree_cpu_s,
 )
-from benchmarks.serve_targets import evaluate_targets
+from benchmarks.serve_targets import evaluate_targets  # noqa: E402
 
 OUT = Path("reports/bench/serve.json")
 BUNDLE_CACHE = Path("reports/bench/serve-bundle")
@@ -157,6 +163,23 @@ def sweep(
             f"  sweep {variant}: {row['rps']} req/s p99 {row['p99_ms']} ms batch {row['classifier_avg_batch']}"
         )
     return rows
+
+
+CHOICE_RULE = (
+    "highest req/s at concurrency 8 among the settings whose classifier batch is >= the batch target and "
+    "p99 <= 2x the p99 target; when none qualifies, highest req/s"
+)
+
+
+def choose(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The sweep's pick (CHOICE_RULE): batching that works first, then throughput."""
+    good = [
+        r
+        for r in rows
+        if r["classifier_avg_batch"] >= TARGETS["classifier_avg_batch_at_c8"]
+        and r["p99_ms"] <= 2 * TARGETS["triton_p99_ms_at_c8"]
+    ]
+    return max(good or rows, key=lambda r: r["rps"])
 
 
 def interleaved(
@@ -314,19 +337,16 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": {"start": loadavg()},
         "targets": TARGETS,
     }
-    variants = [{"queue_delay_us": d, "endpoint_instances": 2} for d in delays]
-    variants.append({"queue_delay_us": delays[len(delays) // 2], "endpoint_instances": 1})
+    variants = [{"queue_delay_us": d, "endpoint_instances": 1} for d in delays]
+    variants.append({"queue_delay_us": delays[len(delays) // 2], "endpoint_instances": 2})
     print(f"sweep at concurrency 8: {variants} ...", flush=True)
     result["queue_delay_sweep"] = sweep(bundle, texts, max(48, args.requests // 2), variants)
-    chosen = max(
-        result["queue_delay_sweep"],
-        key=lambda r: r["rps"] if r["p99_ms"] <= 2 * TARGETS["triton_p99_ms_at_c8"] else r["rps"] / 10,
-    )
+    chosen = choose(result["queue_delay_sweep"])
     options = {"queue_delay_us": chosen["queue_delay_us"], "endpoint_instances": chosen["endpoint_instances"]}
-    result["chosen"] = {**options, "rule": "highest req/s at concurrency 8 among p99 <= 2x the p99 target"}
+    result["chosen"] = {**options, "rule": CHOICE_RULE}
     result["load_average"]["after_sweep"] = loadavg()
     result["paths"] = {
-        "torch_eager": f"torch.set_num_threads({cores()}), one forward at a time, requests batched by a "
+        "torch_eager": f"torch.set_num_threads({cores()}) (OMP_WAIT_POLICY=PASSIVE), one forward at a time, requests batched by a "
         f"{options['queue_delay_us']} us window (max 64), padded to the batch's longest text, fp32",
         "triton": f"sentiment endpoint (python: tokenizer + BLS + softmax, {options['endpoint_instances']} "
         f"instances, window {options['queue_delay_us']} us) -> classifier (python stand-in running ONNX "

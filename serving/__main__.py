@@ -62,9 +62,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--precision", choices=("fp32", "int8"), default="fp32")
     p.add_argument("--max-batch-size", type=int, default=64)
-    p.add_argument("--queue-delay-us", type=int, default=2000)
-    p.add_argument("--instances", type=int, default=1)
-    p.add_argument("--intra-op-threads", type=int, default=0)
+    p.add_argument("--queue-delay-us", type=int, help="endpoint batching window (default: BuildOptions)")
+    p.add_argument("--endpoint-instances", type=int, help="sentiment instances (default: BuildOptions)")
+    p.add_argument("--instances", type=int, help="classifier instances (default: BuildOptions)")
+    p.add_argument(
+        "--intra-op-threads", type=int, help="ORT threads per classifier (default: cores // instances)"
+    )
     p.add_argument("--gpu", action="store_true", help="KIND_GPU instances + TensorRT (onnxruntime backend)")
     p.add_argument(
         "--pad-to-multiple-of", type=int, help="token length buckets (default: 16 with --gpu, else 1)"
@@ -109,15 +112,19 @@ def parser() -> argparse.ArgumentParser:
 def _build(args: argparse.Namespace) -> int:
     from serving.repository import BuildOptions, build
 
-    options = BuildOptions(
+    given = {
+        "queue_delay_us": args.queue_delay_us,
+        "endpoint_instances": args.endpoint_instances,
+        "instances": args.instances,
+        "intra_op_threads": args.intra_op_threads,
+    }
+    options = BuildOptions(  # flags left out keep BuildOptions' defaults (one place)
         backend=args.backend,
         precision=args.precision,
         max_batch_size=args.max_batch_size,
-        queue_delay_us=args.queue_delay_us,
-        instances=args.instances,
-        intra_op_threads=args.intra_op_threads,
         gpu=args.gpu,
         pad_to_multiple_of=args.pad_to_multiple_of,
+        **{k: v for k, v in given.items() if v is not None},
     )
     version = build(args.bundle, args.repo, version=args.version, options=options)
     print(f"built {args.repo} version {version} ({args.backend}, {args.precision})")
@@ -139,7 +146,7 @@ def _pin(args: argparse.Namespace) -> int:
         from serving.client import SentimentClient
 
         with SentimentClient(args.url) as client:
-            client.load_models(MODELS)  # steps first: the ensemble reload then sees them
+            client.load_models(MODELS)  # classifier first: the endpoint's BLS calls need it loaded
         print(f"reloaded {', '.join(MODELS)} on {args.url}")
     return 0
 
