@@ -21,9 +21,15 @@ help:  ## list the targets
 # a second `make setup` does nothing and returns in well under 10 s.
 setup: $(VENV)/.installed $(POLICY_VENV)/.installed $(CHECKOV_VENV)/.installed $(NPM_TOOLS)/node_modules/.installed  ## create/refresh the three virtualenvs and the node test tools
 
-$(VENV)/.installed: requirements/lock.txt
+# Every lock carries the sha256 of each file it allows (`make lock`); pip installs in
+# hash-checking mode, so a changed or substituted wheel fails the install.
+# torch's CPU build is only on PyTorch's own index, which requirements/torch-cpu.lock.txt declares:
+# it is installed first and alone (--no-deps: only torch is looked up on that index), then the
+# full lock finds it installed.
+$(VENV)/.installed: requirements/lock.txt requirements/torch-cpu.lock.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install $(PIP_FLAGS) -r requirements/lock.txt
+	$(VENV)/bin/pip install $(PIP_FLAGS) --require-hashes --no-deps -r requirements/torch-cpu.lock.txt
+	$(VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/lock.txt
 	@# The repository root on the venv's path: `python -m training` etc. work from anywhere.
 	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/eu_ml_platform.pth"
 	touch $@
@@ -32,13 +38,13 @@ $(VENV)/.installed: requirements/lock.txt
 # onnx and tritonclient cannot share), exactly as `pulumi preview --policy-pack` expects.
 $(POLICY_VENV)/.installed: requirements/policies.lock.txt
 	$(PYTHON) -m venv $(POLICY_VENV)
-	$(POLICY_VENV)/bin/pip install $(PIP_FLAGS) -r requirements/policies.lock.txt
+	$(POLICY_VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/policies.lock.txt
 	touch $@
 
 # Checkov pins packaging<24, which breaks pulumi: it lives apart too.
 $(CHECKOV_VENV)/.installed: requirements/checkov.lock.txt
 	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/pip install $(PIP_FLAGS) -r requirements/checkov.lock.txt
+	$(CHECKOV_VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/checkov.lock.txt
 	touch $@
 
 # Node tools the tests start (Azurite, the Azure Storage emulator) or call
@@ -47,9 +53,29 @@ $(NPM_TOOLS)/node_modules/.installed: $(NPM_TOOLS)/package-lock.json
 	cd $(NPM_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-lock:  ## re-pin requirements/lock.txt from the current .venv (after adding a dependency)
-	{ grep '^#' requirements/lock.txt; $(VENV)/bin/pip freeze --exclude-editable; } > requirements/lock.txt.new
-	mv requirements/lock.txt.new requirements/lock.txt
+# uv resolves for the machines the locks serve (CPython 3.11.7, x86-64 glibc 2.35+) and records the
+# hash of every file of each pinned release. An existing lock's versions are kept unless a
+# requirement forces a change (UPGRADE=1 moves everything to the newest allowed).
+UV := $(VENV)/bin/uv
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
+# Where the CPU torch wheel is found while compiling: a machine-local wheel folder if there is
+# one (CI images ship it), else PyTorch's index. The lock itself always names PyTorch's index.
+TORCH_SOURCE = $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,--extra-index-url $(TORCH_INDEX))
+UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --no-header --python-version 3.11.7 \
+	--python-platform x86_64-manylinux_2_35 --index-strategy unsafe-best-match --no-strip-extras $(if $(UPGRADE),--upgrade)
+LOCK_HEADER = \# $(1)\n\# Compiled by `make lock` (uv pip compile --generate-hashes) from $(2); do not edit.\n\# Installed with pip in hash-checking mode (make setup).\n
+
+lock:  ## recompile the hashed locks (requirements/*.txt) with uv after changing pyproject.toml or requirements/*.in
+	$(UV_COMPILE) $(TORCH_SOURCE) --all-extras pyproject.toml requirements/project.in -o requirements/lock.txt
+	$(UV_COMPILE) requirements/policies.in -o requirements/policies.lock.txt
+	$(UV_COMPILE) requirements/checkov.in -o requirements/checkov.lock.txt
+	$(VENV)/bin/python requirements/plain_pins.py requirements/lock.txt requirements/policies.lock.txt requirements/checkov.lock.txt
+	printf '$(call LOCK_HEADER,Project virtualenv (.venv): every package with its hashes.,pyproject.toml (all extras) and requirements/project.in)' | cat - requirements/lock.txt > requirements/lock.txt.new && mv requirements/lock.txt.new requirements/lock.txt
+	printf '$(call LOCK_HEADER,Policy pack virtualenv (policies/.venv): pulumi-policy pins protobuf 5.,requirements/policies.in)' | cat - requirements/policies.lock.txt > requirements/policies.lock.txt.new && mv requirements/policies.lock.txt.new requirements/policies.lock.txt
+	printf '$(call LOCK_HEADER,Checkov virtualenv (.venvs/checkov): it pins packaging<24.,requirements/checkov.in)' | cat - requirements/checkov.lock.txt > requirements/checkov.lock.txt.new && mv requirements/checkov.lock.txt.new requirements/checkov.lock.txt
+	{ printf '# The CPU build of torch, from PyTorch'"'"'s own index (declared here: a fresh machine needs no\n# environment variable). Written by `make lock` from requirements/lock.txt; installed first, --no-deps.\n'; \
+	  echo '--extra-index-url $(TORCH_INDEX)'; \
+	  awk '/^torch==/{p=1} p&&!/^[ ]/&&!/^torch==/{p=0} p' requirements/lock.txt; } > requirements/torch-cpu.lock.txt
 
 # --- the two commands ------------------------------------------------------
 demo: setup  ## run the whole lifecycle locally (plan, policy, train, export, serve, promote)
@@ -65,13 +91,15 @@ test-unit: setup  ## only the fast unit tests
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
 # --- the parts ---------------------------------------------------------------
-lint: setup  ## ruff, mypy (infra, policies), hadolint, checkov over Dockerfiles
+lint: setup  ## ruff, mypy (infra, policies), hadolint, checkov over Dockerfiles, shellcheck over workflow scripts
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy infra policies
 	$(PY) -m containers.lint
 	$(PY) -m containers.requirements --check
 	$(PY) -m containers.docs --check
+	@# shellcheck (Debian package) over every workflow `run:` script and .github/scripts/*.sh.
+	$(PY) .github/scripts/shellcheck_runs.py
 
 plan: setup  ## render every committed stack offline into reports/plan/<stack>.json
 	$(PY) -m infra.plan --out reports/plan

@@ -16,9 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def _pins(lock: Path) -> dict[str, str]:
     pins = {}
     for line in lock.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
+        # Hashed locks (make lock): `name==version \` then indented `--hash=`/`# via` lines.
+        if line.startswith(("#", " ", "-")) or not line.strip():
             continue
-        name, _, version = line.partition("==")
+        name, _, version = line.removesuffix("\\").strip().partition("==")
+        name = name.partition("[")[0]  # `pandas[parquet]==...`: the extras pip must see pinned
         assert version, f"{lock.name}: '{line}' is not pinned with =="
         pins[re.sub(r"[-_.]+", "-", name).lower()] = version
     return pins

