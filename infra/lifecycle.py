@@ -24,6 +24,7 @@ FIXED_IDENTITY: Mapping[str, str] = {
     "aws:budgets/budget:Budget": "name",
     "aws:cloudtrail/trail:Trail": "name",
     "aws:cloudwatch/logGroup:LogGroup": "name",
+    "aws:cloudwatch/metricAlarm:MetricAlarm": "name",
     "aws:ecr/repository:Repository": "name",
     "aws:ecr/lifecyclePolicy:LifecyclePolicy": "repository",
     "aws:eks/cluster:Cluster": "name",

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.aws import documents
+from infra.aws.alarms import api_error_alarm
 from infra.aws.audit import Audit, trail_arn
 from infra.aws.cluster import Cluster
 from infra.aws.identity import Identities, PodRole
@@ -83,6 +84,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         depends_on=[buckets.buckets["logs"]],
         opts=opts,
     )
+    api_error_alarm(cfg, cluster.cluster.name, opts)
     return CloudPlatform(
         cloud="aws",
         cluster_name=cluster.cluster.name,

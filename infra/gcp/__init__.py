@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import PlatformConfig
+from infra.gcp.alarms import serving_restart_policy
 from infra.gcp.audit import Audit
 from infra.gcp.cluster import Cluster
 from infra.gcp.identity import Identities
@@ -68,6 +69,9 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         key=key,
         billing_provider=billing,
         opts=opts,
+    )
+    serving_restart_policy(
+        cfg, project, cfg.name, pulumi.ResourceOptions(provider=provider, depends_on=[cluster.cluster])
     )
     return CloudPlatform(
         cloud="gcp",

@@ -263,7 +263,7 @@ def test_training_support_and_ci_rbac(plans: dict[str, Plan], stack: str) -> Non
     assert quota == {
         "requests.nvidia.com/gpu": str(cfg.cluster.gpu_pool.max_nodes * cfg.cluster.gpu_pool.gpus_per_node)
     }
-    role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role")["inputs"]
+    role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "-ci-role")["inputs"]
     assert role["metadata"]["namespace"] == "serving"
     writes = [rule for rule in role["rules"] if {"patch", "update"} & set(rule["verbs"])]
     assert writes == [
@@ -274,5 +274,5 @@ def test_training_support_and_ci_rbac(plans: dict[str, Plan], stack: str) -> Non
             "verbs": ["get", "patch", "update"],
         }
     ]
-    binding = p.one("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")["inputs"]
+    binding = p.one("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "-ci-binding")["inputs"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "ci-deployer", "namespace": "ci"}]

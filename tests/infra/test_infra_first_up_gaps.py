@@ -209,6 +209,7 @@ def prod_variant(stack: str) -> config.PlatformConfig:
     values["tags"]["environment"] = "prod"
     values["serving"].update(image=DIGEST, minReplicas=2)
     values["trainingImage"] = DIGEST
+    values["monitoring"] = {"alertmanagerImage": f"quay.io/prometheus/alertmanager:v0.28.1@{DIGEST}"}
     values["cluster"]["servingPool"]["spot"] = False
     values["cluster"]["servingPool"]["min"] = 2
     return config.parse(values, stack=f"{stack.split('-')[0][:3]}prd")

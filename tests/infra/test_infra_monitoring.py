@@ -439,3 +439,44 @@ def test_staging_and_prod_pin_alertmanager_by_digest() -> None:
         Plan(planner.run(planner.load_stack("prod"), {})), "kubernetes:apps/v1:StatefulSet", "alertmanager"
     )["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == "quay.io/prometheus/alertmanager:v0.28.1@sha256:" + "0" * 64
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_aws_alarms_on_the_eks_api_servers_free_5xx_metric(plans: dict[str, Plan], stack: str) -> None:
+    alarm = plans[stack].one("aws:cloudwatch/metricAlarm:MetricAlarm")["inputs"]
+    assert (alarm["namespace"], alarm["metricName"], alarm["dimensions"]) == (
+        "AWS/EKS",
+        "apiserver_request_total_5XX",
+        {"ClusterName": f"mlp-{stack}"},
+    )
+    assert (alarm["statistic"], alarm["period"], alarm["evaluationPeriods"], alarm["threshold"]) == (
+        "Sum",
+        300.0,
+        3.0,
+        0.0,
+    )
+    assert alarm["treatMissingData"] == "notBreaching"
+
+
+def test_gcp_alerts_on_triton_restarts_by_email(plans: dict[str, Plan]) -> None:
+    p = plans["gcp-dev"]
+    policy = p.one("gcp:monitoring/alertPolicy:AlertPolicy")["inputs"]
+    (condition,) = policy["conditions"]
+    assert condition["conditionThreshold"]["filter"] == (
+        'resource.type = "k8s_container" AND metric.type = "kubernetes.io/container/restart_count" AND '
+        'resource.labels.cluster_name = "mlp-gcp-dev" AND resource.labels.namespace_name = "serving"'
+    )
+    assert (
+        condition["conditionThreshold"]["comparison"],
+        condition["conditionThreshold"]["thresholdValue"],
+    ) == (
+        "COMPARISON_GT",
+        3.0,
+    )
+    channels = [
+        r
+        for r in p.of_type("gcp:monitoring/notificationChannel:NotificationChannel")
+        if "-alerts-email-" in r["name"]
+    ]
+    assert [c["inputs"]["labels"] for c in channels] == [{"email_address": "ml-platform-finops@example.com"}]
+    assert len(policy["notificationChannels"]) == 1
