@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from policies import enforcement
 from policies import waivers as waivers_mod
 from policies.client import StackResult, analyze_plan, pack_config, pack_version
 from policies.plans import Plan, PlanError, load_plan, plan_from_dict, resolve_provider, to_resources, to_wire
@@ -56,9 +57,23 @@ __all__ = [
 ]
 
 
+def not_applicable(plan: Plan) -> dict[str, str]:
+    """Rules the environment table exempts this stack from, with the reason."""
+    table = enforcement.load()
+    return {
+        rule.name: f"not applicable to {plan.environment or 'an unknown'} environment (policies/enforcement.yaml)"
+        for rule in ALL_RULES
+        if table.level(rule.name, plan.environment or None) == "not-applicable"
+    }
+
+
 def evaluated(plan: Plan) -> dict[str, list[str]]:
     """Per policy, the URNs whose type it checks (resource rules) or that it reads (stack rules)."""
-    return {rule.name: [r["urn"] for r in plan.resources if rule.covers(r["type"])] for rule in ALL_RULES}
+    exempt = not_applicable(plan)
+    return {
+        rule.name: [] if rule.name in exempt else [r["urn"] for r in plan.resources if rule.covers(r["type"])]
+        for rule in ALL_RULES
+    }
 
 
 def write_result(
@@ -81,6 +96,7 @@ def write_result(
         "policies": result.policies,
         "resources": [{"urn": r["urn"], "type": r["type"], "name": r["name"]} for r in plan.resources],
         "evaluated": evaluated(plan),
+        "not_applicable": not_applicable(plan),
         "resources_analyzed": result.resources_analyzed,
         "evaluated_on": today.isoformat(),
     }

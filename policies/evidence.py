@@ -21,21 +21,27 @@ UNCHECKED_FILE = Path(__file__).with_name("unchecked.yaml")
 
 @dataclass
 class Control:
-    """One rule in one stack: which resources pass, fail or are waived."""
+    """One rule in one stack: which resources it evaluated, and which of those pass, fail, are waived or
+    could not be decided. "pass" only where something was evaluated; "n/a" where nothing was."""
 
     rule: str
     stack: str
+    evaluated: list[str] = field(default_factory=list)
     passing: list[str] = field(default_factory=list)
     failing: list[dict[str, Any]] = field(default_factory=list)
     waived: list[dict[str, Any]] = field(default_factory=list)
+    undetermined: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: str = ""  # why the rule does not judge this stack (environment table), if so
 
     @property
     def status(self) -> str:
         if self.failing:
             return "fail"
+        if self.undetermined:
+            return "undetermined"
         if self.waived:
             return "waived"
-        return "pass" if self.passing else "n/a"
+        return "pass" if self.evaluated else "n/a"
 
 
 @dataclass
@@ -50,6 +56,8 @@ class Report:
     checkov_note: str
     mapping: frameworks.Mapping
     parliament: bool
+    commit: str = "unknown"
+    ens_category: dict[str, str] = field(default_factory=dict)  # stack -> BASICA | MEDIA | ALTA
 
     def mandatory_failures(self) -> list[dict[str, Any]]:
         return [v for d in self.docs for v in analyze.mandatory(d)]
@@ -63,13 +71,54 @@ def controls_for(docs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Contr
     for doc in docs:
         stack = doc["stack"]
         for rule in out:
-            c = Control(rule, stack)
+            c = Control(rule, stack, not_applicable=doc.get("not_applicable", {}).get(rule, ""))
             c.failing = [v for v in doc["violations"] if v["policy"] == rule]
             c.waived = [v for v in doc["waived"] if v["policy"] == rule]
-            bad = {v["urn"] for v in c.failing + c.waived}
-            c.passing = [u for u in doc["evaluated"].get(rule, []) if u not in bad]
+            c.undetermined = [v for v in doc.get("undetermined", []) if v["policy"] == rule]
+            c.evaluated = list(doc["evaluated"].get(rule, []))
+            bad = {v["urn"] for v in c.failing + c.waived + c.undetermined}
+            c.passing = [u for u in c.evaluated if u not in bad]
             out[rule][stack] = c
     return out
+
+
+ASSESSMENT_FILE = Path(__file__).with_name("assessment.yaml")
+
+
+def ens_categories(docs: Sequence[Mapping[str, Any]], path: Path = ASSESSMENT_FILE) -> dict[str, str]:
+    """Per stack, the ENS category it is assessed at (policies/assessment.yaml)."""
+    data = (
+        (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("ens_category", {})
+        if path.exists()
+        else {}
+    )
+    by_env, by_stack = data.get("environments") or {}, data.get("stacks") or {}
+    out = {}
+    for d in docs:
+        cat = by_stack.get(d["stack"]) or by_env.get(d.get("environment"))
+        if cat is not None and cat not in ("BASICA", "MEDIA", "ALTA"):
+            raise analyze.PlanError(
+                f"{path}: ENS category {cat!r} for {d['stack']}: use BASICA, MEDIA or ALTA"
+            )
+        if cat:
+            out[d["stack"]] = str(cat)
+    return out
+
+
+def git_commit(root: Path) -> str:
+    """HEAD of the repository the plans were rendered from, '+dirty' when the tree has changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def load_unchecked(path: Path = UNCHECKED_FILE) -> dict[str, str]:

@@ -27,6 +27,8 @@ from policies.evidence import (
     _short,
     controls_for,
     coverage_for,
+    ens_categories,
+    git_commit,
     load_unchecked,
     unchecked_reason,
 )
@@ -117,6 +119,8 @@ def build(
         checkov_note=note,
         mapping=frameworks.load(),
         parliament=_pack_has_parliament(python),
+        commit=git_commit(analyze.REPO_ROOT),
+        ens_category=ens_categories(docs),
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "compliance.md").write_text(render_markdown(report), encoding="utf-8")

@@ -8,6 +8,7 @@ from typing import Any
 from policies import analyze, frameworks
 from policies.evidence import Report, _enforcement, _refs, _short, framework_rows, stack_framework_matrix
 from policies.rules import ALL_RULES
+from policies.writers import signoff
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
@@ -121,5 +122,11 @@ def render_html(report: Report) -> str:
         out.append(
             "<p>Parliament is not importable in the pack's virtualenv: aws-iam-policy-lint reported nothing.</p>"
         )
+    # The signable parts, as in compliance.md (same source), kept verbatim for the signature.
+    signable = [*signoff.provenance(report), *signoff.scope(report), *signoff.enforcement_table()]
+    signable += [*signoff.rule_counts(report), *signoff.waivers_md(report), *signoff.signoff_md(report)]
+    out.append(
+        "<h2>Provenance, scope, enforcement and sign-off</h2><pre>" + _e("\n".join(signable)) + "</pre>"
+    )
     out.append("</body></html>")
     return "\n".join(out) + "\n"

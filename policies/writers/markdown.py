@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from policies import analyze, frameworks
-from policies.evidence import Report, _enforcement, _refs, _short, framework_rows, stack_framework_matrix
+from policies.evidence import Report, _enforcement, _refs, _short, stack_framework_matrix
 from policies.rules import ALL_RULES
+from policies.writers import signoff
+
+CHECKOV_MAP = Path(__file__).resolve().parents[1] / "checkov_map.yaml"
 
 
 def render_markdown(report: Report) -> str:
@@ -17,16 +22,18 @@ def render_markdown(report: Report) -> str:
         f"{report.today.isoformat()}). Every finding below came from the CrossGuard pack over the Analyzer "
         "protocol, the same code `pulumi preview --policy-pack policies` runs.",
         "",
+        *signoff.provenance(report),
         "## Result per stack",
         "",
-        "| stack | cloud | environment | resources | mandatory | advisory | waived | result |",
-        "|---|---|---|---|---|---|---|---|",
+        "| stack | cloud | environment | ENS category | resources | mandatory | undetermined | advisory | waived | result |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in report.docs:
         must = len(analyze.mandatory(d))
-        adv = len(d["violations"]) - must
+        adv = len([v for v in d["violations"] if v["enforcement"] != "mandatory"])
         lines.append(
-            f"| {d['stack']} | {d['cloud']} | {d['environment']} | {len(d['resources'])} | {must} | {adv} | "
+            f"| {d['stack']} | {d['cloud']} | {d['environment']} | {report.ens_category.get(d['stack'], '-')} | "
+            f"{len(d['resources'])} | {must} | {len(d.get('undetermined', []))} | {adv} | "
             f"{len(d['waived'])} | {'FAIL' if must else 'pass'} |"
         )
     keys = frameworks.FRAMEWORK_KEYS
@@ -39,18 +46,8 @@ def render_markdown(report: Report) -> str:
     ]
     for stack, cells in stack_framework_matrix(report):
         lines.append(f"| {stack} | " + " | ".join(f"{cells[k][0]} / {cells[k][1]}" for k in keys) + " |")
-    lines += ["", "## Summary per framework", ""]
-    for key in frameworks.FRAMEWORK_KEYS:
-        fw = m.frameworks[key]
-        rows = framework_rows(report, key)
-        lines += [f"### {fw.name} ({fw.version})", "", f"Source: {fw.reference}", ""]
-        if not rows:
-            lines += ["No rule maps to this framework.", ""]
-            continue
-        lines += ["| reference | rules | status | failing | waived | passing |", "|---|---|---|---|---|---|"]
-        for ref, rules, status, failing, waived, passing in rows:
-            lines.append(f"| {ref} | {', '.join(rules)} | {status} | {failing} | {waived} | {passing} |")
-        lines.append("")
+    lines += ["", *signoff.scope(report), *signoff.enforcement_table(), *signoff.rule_counts(report)]
+    lines += [*signoff.references_md(report), *signoff.waivers_md(report)]
     lines += ["## Controls", ""]
     for rule in ALL_RULES:
         lines += [
@@ -67,8 +64,14 @@ def render_markdown(report: Report) -> str:
         ]
         for stack, c in report.controls[rule.name].items():
             lines.append(
-                f"- **{stack}**: {c.status}; {len(c.passing)} passing, {len(c.failing)} failing, {len(c.waived)} waived"
+                f"- **{stack}**: {c.status}; {len(c.evaluated)} evaluated, {len(c.passing)} passing, "
+                f"{len(c.failing)} failing, {len(c.waived)} waived, {len(c.undetermined)} undetermined"
+                + (f" ({c.not_applicable})" if c.not_applicable else "")
             )
+            for v in c.undetermined:
+                lines.append(
+                    f"  - UNDETERMINED ({v['enforcement']}) {_short(v['urn'])}: {v['message'].splitlines()[0]}"
+                )
             for v in c.failing:
                 lines.append(
                     f"  - FAIL ({v['enforcement']}) {_short(v['urn'])}: {v['message'].splitlines()[0]}"
@@ -82,7 +85,7 @@ def render_markdown(report: Report) -> str:
             if c.passing:
                 lines.append(f"  - passing: {', '.join(_short(u) for u in c.passing)}")
         lines.append("")
-    lines += render_coverage_md(report) + render_checkov_md(report)
+    lines += render_coverage_md(report) + render_checkov_md(report) + signoff.signoff_md(report)
     if not report.parliament:
         lines += [
             "## Notes",
@@ -122,7 +125,18 @@ def render_checkov_md(report: Report) -> list[str]:
         for s in report.checkov_summary:
             lines.append(f"| {s.framework} | {s.passed} | {s.failed} | {s.skipped} | {s.parsing_errors} |")
         lines.append("")
+    mapped = checkov_rules()
     for f in report.checkov_findings:
-        lines.append(f"- `{f.check_id}` {f.check_name}: {f.resource} ({f.file}:{f.line})")
+        rule = mapped.get(f.check_id)
+        refs = f" -> same as `{rule}` ({_refs(report.mapping, rule)})" if rule else ""
+        lines.append(f"- `{f.check_id}` {f.check_name}: {f.resource} ({f.file}:{f.line}){refs}")
     lines.append("")
     return lines
+
+
+def checkov_rules() -> dict[str, str]:
+    """Checkov check id -> the pack's rule that tests the same thing (policies/checkov_map.yaml)."""
+    import yaml
+
+    data = yaml.safe_load(CHECKOV_MAP.read_text(encoding="utf-8")) or {}
+    return {str(k): str(v) for k, v in (data.get("checks") or {}).items()}

@@ -159,3 +159,26 @@ def test_checkov_second_opinion(tmp_path: Path) -> None:
     assert docs[0]["apiVersion"] == "apps/v1" and docs[0]["spec"]["replicas"] == 2  # ints, not 2.0
     ids = {f.check_id for f in checkov.run_checkov([path], ["kubernetes"])}
     assert {"CKV_K8S_16", "CKV_K8S_20"} <= ids  # privileged container; privilege escalation allowed
+
+
+@pytest.mark.integration
+def test_report_is_signable(built: tuple[report.Report, Path]) -> None:
+    """Provenance (commit, plan hashes, pack version, date), scope and limitations, ENS category,
+    per-rule counts, per-reference evidence with titles, enforcement table, sign-off block."""
+    import hashlib
+
+    rep, out = built
+    md = (out / "compliance.md").read_text()
+    for d in rep.docs:
+        assert hashlib.sha256(Path(d["plan"]).read_bytes()).hexdigest() in md
+    assert f"Git commit: `{rep.commit}`" in md and rep.commit != "unknown"
+    assert "version 0." in md and "## Scope and limitations" in md and "manual changes" in md
+    assert "| dev | dev | BASICA |" in md  # the ENS category from policies/assessment.yaml
+    assert "## Sign-off" in md and "ENS security officer" in md
+    assert "| k8s-image-pinned | advisory | mandatory | mandatory |" in md  # enforcement by environment
+    assert "| 8.24 | Use of cryptography |" in md  # titles, not only codes
+    # 'pass' only where something was evaluated: prod-alert-routing is not applicable to dev stacks.
+    alert_refs = [line for line in md.splitlines() if line.startswith("| 3 | Incident handling |")]
+    assert alert_refs and "not evaluated" in alert_refs[0]
+    kms = rep.controls["kms-key-rotation"]["dev"]
+    assert kms.evaluated and kms.status == "waived" and not kms.undetermined
