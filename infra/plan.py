@@ -260,6 +260,7 @@ def _recording_monitor(mocks: Any) -> Any:
         def __init__(self, mocks: Any) -> None:
             super().__init__(mocks)
             self.records: list[dict[str, Any]] = []
+            self.sources: dict[tuple[str, str], dict[str, Any]] = {}  # (type, name) -> declaring line
 
         def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
             response = super().RegisterResource(request)
@@ -276,11 +277,34 @@ def _recording_monitor(mocks: Any) -> Any:
                         "provider": request.provider or None,
                         "protect": bool(request.protect),
                         **_resource_options(request),
+                        # The program line that declares it (policy SARIF points reviewers there).
+                        "source": self.sources.get((request.type, request.name)),
                     }
                 )
             return response
 
     return RecordingMonitor(mocks)
+
+
+def _source_recorder(sources: dict[tuple[str, str], dict[str, Any]]) -> Any:
+    """A stack transformation (it runs inside each resource's constructor) that records the innermost
+    frame under infra/ other than this file: the line of the program that declares the resource."""
+    infra_dir, this = Path(__file__).resolve().parent, Path(__file__).resolve()
+
+    def record(args: Any) -> None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            path = Path(frame.f_code.co_filename).resolve()
+            if path != this and path.is_relative_to(infra_dir):
+                sources[(args.type_, args.name)] = {
+                    "file": path.relative_to(ROOT).as_posix(),
+                    "line": frame.f_lineno,
+                }
+                break
+            frame = frame.f_back
+        return None
+
+    return record
 
 
 def _resource_options(request: Any) -> dict[str, Any]:
@@ -333,6 +357,7 @@ def run(cfg: PlatformConfig, config_map: dict[str, str], *, preview: bool = True
         result: dict[str, Any] = {}
 
         async def _program() -> None:
+            pulumi.runtime.register_stack_transformation(_source_recorder(monitor.sources))
             outputs = program.build(cfg)
             result["outputs"] = await _serialize_outputs(outputs)
 

@@ -59,6 +59,7 @@ def test_plan_document_shape(plans: dict[str, Plan], stack: str) -> None:
             "ignoreChanges",
             "deleteBeforeReplace",
             "aliases",
+            "source",  # {"file", "line"} of the declaring program line (policy SARIF locations)
         }
         assert isinstance(r["retainOnDelete"], bool) and isinstance(r["deleteBeforeReplace"], bool)
         assert isinstance(r["ignoreChanges"], list) and isinstance(r["aliases"], list)
