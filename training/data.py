@@ -126,13 +126,22 @@ def _resolve(config: DataConfig) -> tuple[str, str, str, str]:
     return uri, config.label_column or "label", config.encoding or "utf-8", fmt
 
 
+def _remote(uri: str, operation: str, fn: Any, *args: Any) -> Any:
+    """Object-storage reads retried with backoff and jitter (training/retry.py); local files read once."""
+    if "://" not in uri or uri.startswith("file://"):
+        return fn(*args)
+    from training import retry
+
+    return retry.call(uri, operation, fn, *args)
+
+
 def _source_identity(uri: str) -> dict[str, Any]:
     """One metadata request: enough to know whether the cached split is still this file's."""
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(uri)
     try:
-        info = fs.info(path)
+        info = _remote(uri, "stat", fs.info, path)
     except FileNotFoundError:
         raise DataError(uri, "not found: check the path/URI (and credentials for object storage)") from None
     ident = {
@@ -335,7 +344,7 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
                 return Dataset(splits, manifest, {"bytes_read_from_source": 0, "split_cache": "hit"})
         except (OSError, ValueError, KeyError):
             pass  # a broken cache entry is rebuilt below
-    raw_rows, nbytes = _read_rows(uri, fmt, config.text_column, label_col, encoding)
+    raw_rows, nbytes = _remote(uri, "read", _read_rows, uri, fmt, config.text_column, label_col, encoding)
     if not raw_rows:
         raise DataError(uri, "has no rows (empty file?)")
     texts: list[str] = []

@@ -15,9 +15,13 @@ What it renders (two documents):
 Spot interruptions: `restartPolicy: Never` plus a podFailurePolicy. A pod that fails because its node was
 reclaimed (condition DisruptionTarget) or that exits 75 (checkpoint saved, resume me) is replaced without
 counting against backoffLimit; the replacement resumes from the latest complete checkpoint. Any other
-non-zero exit of the trainer container (bad config 2, a crash, an OOM kill) fails the whole Job at once.
-When one node is lost the surviving workers' collectives time out (TRAINING_PG_TIMEOUT_S) and they exit 75
-too, so the whole group restarts and meets again at the rendezvous.
+non-zero exit of the trainer container (bad config 2, a crash, an OOM kill, 3 = too many preemptions) fails
+the whole Job at once; 69 (object storage down after retries) counts against backoffLimit. When one node is
+lost the surviving workers' collectives fail (gloo: reset connection; NCCL with
+TORCH_NCCL_ASYNC_ERROR_HANDLING=2: aborted communicator, raised in Python) or time out
+(TRAINING_PG_TIMEOUT_S), and the agents' rendezvous errors are mapped too: every surviving pod exits 75, so
+the whole group restarts and meets again at the rendezvous. Preemption loops are capped twice:
+activeDeadlineSeconds (default 2 days) and TRAINING_MAX_PREEMPTIONS exits 75 recorded in the checkpoint.
 
 Defaults equal the infra outputs (infra/shape.py: namespace and service account of the trainer identity,
 pool label and GPU taint; a test checks they stay equal).
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from training import environment as envvars
-from training.errors import EXIT_PREEMPTED, ConfigError
+from training.errors import EXIT_PREEMPTED, EXIT_STORAGE, ConfigError
 
 # Equal to infra/shape.py (SERVICE_ACCOUNTS["trainer"], POOL_SELECTORS["gpu"]): the infra is the source of
 # truth; they are copied, not imported, because the training image does not ship the Pulumi SDKs.
@@ -46,6 +50,27 @@ DEFAULT_NODE_SELECTOR = {"platform.eu-ml/pool": "gpu"}
 DEFAULT_TOLERATIONS = (
     {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
 )
+# What each cloud adds on top (infra: CloudPlatform.cloud_taints and pod_labels, exported per stack as the
+# outputs gpu_pool.taints and trainer_pod_labels; a test renders every stack's plan and checks the Job against
+# it): AKS taints its spot nodes by itself, and Azure workload identity injects the token only into pods
+# labelled azure.workload.identity/use=true. EKS Pod Identity and GKE Workload Identity need no pod label.
+CLOUD_TOLERATIONS: dict[str, tuple[dict[str, str], ...]] = {
+    "aws": (),
+    "gcp": (),
+    "azure": (
+        {
+            "key": "kubernetes.azure.com/scalesetpriority",
+            "operator": "Equal",
+            "value": "spot",
+            "effect": "NoSchedule",
+        },
+    ),
+}
+CLOUD_POD_LABELS: dict[str, dict[str, str]] = {
+    "aws": {},
+    "gcp": {},
+    "azure": {"azure.workload.identity/use": "true"},
+}
 DEFAULT_IMAGE = "eu-ml-platform/training:latest"
 # `python -m containers.build` records the images it built (and pushed) here.
 BUILD_RECORD = Path("reports/images/build-record.json")
@@ -109,8 +134,11 @@ class LaunchConfig:
     recognises itself as the host of the rendezvous store."""
     ttl_after_finished_s: int | None = 7 * 24 * 3600
     """Delete the finished Job (and its pods) after this long; None keeps it."""
-    active_deadline_s: int | None = None
-    """Hard wall-clock limit of the whole Job; None: no limit."""
+    active_deadline_s: int | None = 2 * 24 * 3600
+    """Hard wall-clock limit of the whole Job (preemptions included): a spot pool that keeps reclaiming the
+    nodes cannot loop forever. None: no limit."""
+    max_preemptions: int = 30
+    """Exits 75 recorded in the checkpoint after which the trainer refuses with exit 3 (fails the Job)."""
 
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
@@ -147,6 +175,12 @@ class LaunchConfig:
             raise ConfigError("cloud", f"{self.cloud!r} is not one of aws, gcp, azure")
         if self.rdzv_join_timeout_s <= 0:
             raise ConfigError("rdzv_join_timeout_s", f"must be > 0, got {self.rdzv_join_timeout_s}")
+        if self.max_preemptions < 0:
+            raise ConfigError(
+                "max_preemptions", f"must be >= 0 (0 disables the cap), got {self.max_preemptions}"
+            )
+        if self.active_deadline_s is not None and self.active_deadline_s <= 0:
+            raise ConfigError("active_deadline_s", f"must be > 0 or None, got {self.active_deadline_s}")
         if self.backoff_limit < 0:
             raise ConfigError("backoff_limit", f"must be >= 0, got {self.backoff_limit}")
         if not 0 < self.shutdown_timeout_s < self.termination_grace_s:
@@ -176,8 +210,11 @@ def trainer_command(cfg: LaunchConfig) -> list[str]:
         "--rdzv_backend=c10d",
         f"--rdzv_endpoint={cfg.rdzv_endpoint}",
         f"--rdzv_id={cfg.name}",
-        f"--rdzv_conf=join_timeout={cfg.rdzv_join_timeout_s}",
-        # Restarts are the Job's business (a new pod resumes from the checkpoint), not the agent's.
+        # read_timeout: a store that stops answering for 60 s fails the agent's rendezvous (RendezvousError),
+        # which training.elastic maps to 75 like a lost peer.
+        f"--rdzv_conf=join_timeout={cfg.rdzv_join_timeout_s},read_timeout=60",
+        # Restarts are the Job's business (a new pod resumes from the checkpoint), not the agent's: with
+        # restarts the agent would wait for a replacement node inside a pod the Job already counts as running.
         "--max_restarts=0",
         f"--shutdown_timeout={cfg.shutdown_timeout_s}",
         "-m",
@@ -218,6 +255,20 @@ def render_service(cfg: LaunchConfig) -> dict[str, Any]:
     }
 
 
+def tolerations(cfg: LaunchConfig) -> list[dict[str, str]]:
+    """The pool's tolerations plus the ones the cloud's own taints need (AKS spot)."""
+    out = [dict(t) for t in cfg.tolerations]
+    for extra in CLOUD_TOLERATIONS.get(cfg.cloud or "", ()):
+        if extra not in out:
+            out.append(dict(extra))
+    return out
+
+
+def pod_labels(cfg: LaunchConfig) -> dict[str, str]:
+    """Labels the cloud's workload identity needs on the pod (Azure)."""
+    return dict(CLOUD_POD_LABELS.get(cfg.cloud or "", {}))
+
+
 def render_job(cfg: LaunchConfig) -> dict[str, Any]:
     environment = {
         envvars.TRAINING_CHECKPOINT_URI.name: cfg.checkpoint_uri,
@@ -229,6 +280,9 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
             if cfg.cloud
             else {}
         ),
+        # Lost peers surface in Python (exit 75) instead of a watchdog abort (134): training/distributed.py.
+        envvars.TORCH_NCCL_ASYNC_ERROR_HANDLING.name: "2",
+        envvars.TRAINING_MAX_PREEMPTIONS.name: str(cfg.max_preemptions),
         **cfg.env,
     }
     resources: dict[str, Any] = {
@@ -245,7 +299,7 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
         "subdomain": cfg.name,  # with the Indexed Job's hostname `<name>-<index>`: a DNS name per pod
         "terminationGracePeriodSeconds": cfg.termination_grace_s,
         "nodeSelector": dict(cfg.node_selector),
-        "tolerations": [dict(t) for t in cfg.tolerations],
+        "tolerations": tolerations(cfg),
         "containers": [
             {
                 "name": CONTAINER,
@@ -284,15 +338,16 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
                 },
                 {
                     "action": "FailJob",
+                    # 69 (object storage unavailable after retries) counts against backoffLimit instead.
                     "onExitCodes": {
                         "containerName": CONTAINER,
                         "operator": "NotIn",
-                        "values": [0, EXIT_PREEMPTED],
+                        "values": [0, EXIT_PREEMPTED, EXIT_STORAGE],
                     },
                 },
             ]
         },
-        "template": {"metadata": {"labels": _labels(cfg)}, "spec": pod_spec},
+        "template": {"metadata": {"labels": {**_labels(cfg), **pod_labels(cfg)}}, "spec": pod_spec},
     }
     if cfg.ttl_after_finished_s is not None:
         spec["ttlSecondsAfterFinished"] = cfg.ttl_after_finished_s

@@ -229,11 +229,13 @@ def save(
     wall_start: float,
     *,
     rescue: ckpt.Store | None = None,
+    solo: bool = False,
 ) -> float:
     """Write a full checkpoint (every rank calls this); returns the seconds it took.
 
     When the object store stays unavailable past the retries, the checkpoint goes to ``rescue`` (local
-    disk) instead and StorageUnavailable (exit 69) propagates; the next run uploads it first.
+    disk) instead and StorageUnavailable (exit 69) propagates; the next run uploads it first. ``solo``:
+    this rank alone writes (no gather, no pruning), for a rescue save after a failure outside ``save``.
     """
     t0 = time.monotonic()
     saved = dataclasses.replace(state, wall_seconds=state.wall_seconds + (time.monotonic() - wall_start))
@@ -262,18 +264,18 @@ def save(
             store,
             name,
             files,
-            gather=dist.all_gather_object if dist.initialized else None,
+            gather=dist.all_gather_object if dist.initialized and not solo else None,
             meta={"step": state.step},
             is_main=dist.is_main,
         )
+        if dist.is_main and not solo:
+            ckpt.prune(store, config.checkpoint.keep_last)
     except StorageUnavailable:
         if rescue is not None:
             # This rank's files only (peers may be gone): enough for rank 0 to resume exactly on one process.
             ckpt.write_checkpoint(rescue, name, files, meta={"step": state.step}, is_main=True)
             log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
         raise
-    if dist.is_main:
-        ckpt.prune(store, config.checkpoint.keep_last)
     seconds = time.monotonic() - t0
     log.info("checkpoint %s/%s saved in %.2f s", store.uri, name, seconds)
     return seconds

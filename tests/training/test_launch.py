@@ -64,7 +64,9 @@ def test_job_runs_torchrun_on_the_gpu_pool_and_retries_preemptions() -> None:
     assert {"--nnodes=4", "--nproc_per_node=8", "--rdzv_backend=c10d"} <= set(cmd)
     # rendezvous on pod 0 through the headless service that the pods' subdomain points at
     assert "--rdzv_endpoint=run-7-0.run-7.training.svc.cluster.local:29400" in cmd
-    assert "--rdzv_conf=join_timeout=1800" in cmd  # a GPU node scaled from zero joins late
+    # a GPU node scaled from zero joins late; a store silent for 60 s fails the rendezvous (-> exit 75)
+    assert "--rdzv_conf=join_timeout=1800,read_timeout=60" in cmd
+    assert "--max_restarts=0" in cmd
     assert pod["subdomain"] == service["metadata"]["name"] == "run-7"
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["selector"].items() <= job["spec"]["template"]["metadata"]["labels"].items()
@@ -73,6 +75,11 @@ def test_job_runs_torchrun_on_the_gpu_pool_and_retries_preemptions() -> None:
     environment = {e["name"]: e["value"] for e in container["env"]}
     assert environment["TRAINING_CHECKPOINT_URI"] == cfg.checkpoint_uri
     assert environment["TRAINING_INTERRUPTION_PROVIDER"] == "aws"
+    # NCCL errors reach Python (exit 75) instead of a watchdog SIGABRT (134, which would fail the Job)
+    assert environment["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "2"
+    # preemption loops are capped: wall time of the Job, and exits 75 recorded in the checkpoint
+    assert spec["activeDeadlineSeconds"] == 2 * 24 * 3600
+    assert environment["TRAINING_MAX_PREEMPTIONS"] == "30"
 
     rules = spec["podFailurePolicy"]["rules"]
     assert rules[0] == {
@@ -81,6 +88,7 @@ def test_job_runs_torchrun_on_the_gpu_pool_and_retries_preemptions() -> None:
     }
     assert rules[1]["action"] == "Ignore" and rules[1]["onExitCodes"]["values"] == [75]
     assert rules[2]["action"] == "FailJob" and rules[2]["onExitCodes"]["operator"] == "NotIn"
+    assert rules[2]["onExitCodes"]["values"] == [0, 75, 69]  # storage outage: retried within backoffLimit
     assert all(r.get("onExitCodes", {}).get("containerName", "trainer") == "trainer" for r in rules)
     assert spec["podReplacementPolicy"] == "Failed"
     # torchrun's grace for workers fits inside the kubelet's
@@ -302,3 +310,41 @@ def test_image_defaults_to_the_build_record(tmp_path: Path) -> None:
     }
     record.write_text(json.dumps({"images": {"training": entry}}))
     assert launch.image_from_build_record(record).startswith("123.dkr.ecr")
+
+
+@pytest.fixture(scope="module")
+def rendered_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every cloud's dev stack rendered by infra's own planner (what `make plan` writes to reports/plan)."""
+    pytest.importorskip("pulumi", reason="infra needs the Pulumi SDK")
+    from infra import plan as planner
+
+    return planner.render(["dev", "gcp-dev", "azure-dev"], tmp_path_factory.mktemp("plan"))
+
+
+@pytest.mark.parametrize("stack", ["dev", "gcp-dev", "azure-dev"])
+def test_job_fits_each_clouds_rendered_gpu_pool_and_identity(rendered_plans: dict, stack: str) -> None:
+    """Checked against that cloud's plan (its pool taints, its trainer identity), not against the base pool."""
+    plan = rendered_plans[stack]
+    outputs = plan["outputs"]
+    cfg = launch.LaunchConfig(cloud=plan["cloud"])
+    _, job = launch.render(cfg)
+    pod = job["spec"]["template"]
+    spec = pod["spec"]
+    taints = outputs["gpu_pool"]["taints"]
+    assert taints, f"{stack}: the plan exports no GPU pool taints"
+    for taint in taints:
+        assert any(
+            t["key"] == taint["key"]
+            and t["effect"] == taint["effect"]
+            and (t["operator"] == "Exists" or t.get("value") == taint["value"])
+            for t in spec["tolerations"]
+        ), f"{stack}: no toleration for {taint} in {spec['tolerations']}"
+    assert spec["nodeSelector"].items() <= outputs["gpu_pool"]["node_label"].items()
+    assert spec["serviceAccountName"] == outputs["trainer_service_account"]
+    assert job["metadata"]["namespace"] == outputs["trainer_namespace"]
+    assert outputs["trainer_pod_labels"].items() <= pod["metadata"]["labels"].items()
+    if plan["cloud"] == "azure":  # the AKS spot taint and the workload-identity label are really there
+        assert {"kubernetes.azure.com/scalesetpriority", "nvidia.com/gpu"} <= {
+            t["key"] for t in spec["tolerations"]
+        }
+        assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true"

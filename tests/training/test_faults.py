@@ -1,0 +1,202 @@
+"""What a spot fleet does to a run, in real processes: early SIGTERM, a lost pod, an object store that goes away.
+
+Each test fails on the code before issue 16: SIGTERM in the first seconds gave 143, a gloo peer reset gave 1,
+a storage outage gave a traceback (1) with the newest checkpoint only in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import free_port
+from training.errors import EXIT_OK, EXIT_PREEMPTED, EXIT_STORAGE
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN = [sys.executable, "-m", "training", "train", "--preset", "smoke"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a process and everything under it (a pod's containers die together with their node)."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    for p in [*root.children(recursive=True), root]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+
+
+def _wait(predicate, procs: list[subprocess.Popen], what: str, timeout: float = 300) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if any(p.poll() is not None for p in procs):
+            raise AssertionError(f"a process exited ({[p.poll() for p in procs]}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout} s")
+        time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------- SIGTERM from the first second
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("offset_s", [1.0, 2.5, 5.0, 9.0])
+def test_sigterm_at_any_moment_after_start_exits_75(tmp_path: Path, offset_s: float) -> None:
+    """Imports (~1-5 s), data and model loading (~5-10 s) or the loop: the pod always ends in 75."""
+    proc = subprocess.Popen(
+        [*TRAIN, "--output", str(tmp_path / "run"), "export=false", "epochs=50"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(offset_s)
+    assert proc.poll() is None, proc.communicate()[0][-2000:]
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_PREEMPTED, (
+        f"SIGTERM at {offset_s} s gave {proc.returncode}:\n{out[-3000:]}"
+    )
+
+
+# --------------------------------------------------------------------------- a lost peer (gloo, 2 pods)
+
+
+def _pod(index: int, port: int, tmp: Path) -> subprocess.Popen:
+    """One 'pod': training.elastic (torchrun) with one gloo worker, as the Job's container runs it."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "training.elastic",
+        "--nnodes=2",
+        "--nproc_per_node=1",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint=127.0.0.1:{port}",
+        "--rdzv_id=lost-peer",
+        "--max_restarts=0",
+        "--monitor_interval=1",
+        *TRAIN[1:],
+        "--output",
+        str(tmp / f"out{index}"),
+        "--checkpoint-uri",
+        str(tmp / "ckpt"),
+        "export=false",
+        "epochs=40",
+        "checkpoint.every_steps=5",
+    ]
+    log = open(tmp / f"pod{index}.log", "w")  # noqa: SIM115 (closed with the process)
+    return subprocess.Popen(
+        cmd, cwd=tmp, env=_env(TRAINING_PG_TIMEOUT_S="30"), stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker-pod-lost", "rendezvous-host-pod-lost"])
+def test_losing_a_pod_ends_every_surviving_pod_in_75(tmp_path: Path, victim: int) -> None:
+    port = free_port()
+    pods = [_pod(0, port, tmp_path)]
+    time.sleep(1.0)  # pod 0 hosts the c10d store (its endpoint is local)
+    pods.append(_pod(1, port, tmp_path))
+    try:
+        _wait(lambda: (tmp_path / "ckpt" / "step-000000010" / "MANIFEST.json").exists(), pods, "checkpoint")
+        _kill_tree(pods[victim].pid)
+        survivor = pods[1 - victim]
+        code = survivor.wait(timeout=240)
+    finally:
+        for p in pods:
+            _kill_tree(p.pid)
+    log = (tmp_path / f"pod{1 - victim}.log").read_text()
+    assert code == EXIT_PREEMPTED, log[-4000:]
+    assert "exiting 75" in log or "pod exits 75" in log, log[-4000:]
+
+
+# --------------------------------------------------------------------------- the object store goes away
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path: Path) -> None:
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from training import checkpoint as ckpt
+
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = _env(
+        AWS_ENDPOINT_URL_S3=endpoint,
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="eu-south-2",
+        TRAINING_STORAGE_RETRY_S="8",
+    )
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    s3 = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    s3.create_bucket(Bucket="ckpt", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"})
+    out = tmp_path / "run"
+    cmd = [
+        *TRAIN,
+        "--output",
+        str(out),
+        "--checkpoint-uri",
+        "s3://ckpt/run",
+        "export=false",
+        "epochs=6",
+        "checkpoint.every_steps=5",
+    ]
+
+    def saved(step: int) -> bool:
+        key = f"run/{ckpt.step_name(step)}/MANIFEST.json"
+        return "Contents" in s3.list_objects_v2(Bucket="ckpt", Prefix=key)
+
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait(lambda: saved(10), [proc], "checkpoint step 10 in the bucket")
+        server.stop()  # the store goes away mid-run and stays away
+        log, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == EXIT_STORAGE, log[-4000:]
+    assert "retry" in log and "still failing after" in log, log[-4000:]
+    rescued = ckpt.latest(ckpt.Store(str(out / "checkpoints-rescue")))
+    assert rescued is not None and rescued.step > 10, f"no complete checkpoint kept locally:\n{log[-3000:]}"
+
+    # The store comes back (same process: moto keeps its buckets); the rerun uploads the kept checkpoint
+    # and resumes from it.
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == EXIT_OK, again.stderr[-4000:]
+        assert f"resumed from s3://ckpt/run/{rescued.name}" in again.stderr, again.stderr[-4000:]
+        assert f"uploading {rescued.name}, kept on local disk" in again.stderr
+        assert ckpt.latest(ckpt.Store(str(out / "checkpoints-rescue"))) is None
+        assert json.loads((out / "metrics.json").read_text())["steps"] == 6 * 25
+    finally:
+        server.stop()

@@ -1,0 +1,270 @@
+"""gs:// and az:// for real: data and checkpoints through a local GCS emulator and Azurite, started here.
+
+The same run as test_train_integration's S3 test (moto), on the other two clouds' storage APIs through gcsfs and
+adlfs; and, for all three, an outage (the server stopped) is retried, then reported as StorageUnavailable.
+
+gcsfs first asks each bucket for its layout over the gRPC Storage Control API, which no emulator serves; it
+then waits 60 s per bucket before falling back. GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false (read when gcsfs is
+imported) selects the plain JSON-API filesystem: the fixture registers that class for gs:// directly, so the
+setting holds even when gcsfs was imported earlier in the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from training.errors import EXIT_OK
+
+REPO = Path(__file__).resolve().parents[2]
+AZURITE = REPO / "tools" / "npm" / "node_modules" / ".bin" / "azurite-blob"
+# Azurite's documented development account (public, the same in every Azurite install).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"emulator exited {proc.returncode} before listening on {port}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"emulator did not listen on {port} within {timeout} s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the emulator by its own process group (we started it in a new session)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def start_gcs() -> tuple[subprocess.Popen, dict[str, str]]:
+    port = free_port()
+    exe = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "gcp-storage-emulator"
+    if not exe.exists():
+        pytest.skip("gcp-storage-emulator is not installed in the virtualenv: run `make setup`")
+    proc = subprocess.Popen(
+        [str(exe), "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    _wait_port(port, proc)
+    return proc, {
+        "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}",
+        "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+    }
+
+
+def start_azurite(folder: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    if not AZURITE.exists():
+        pytest.skip("Azurite is not installed under tools/npm: run `make setup`")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(folder)]
+        + ["--skipApiVersionCheck", "--silent", "--loose"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    _wait_port(port, proc)
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
+    )
+    return proc, {"AZURE_STORAGE_CONNECTION_STRING": conn}
+
+
+def start_moto() -> tuple[object, dict[str, str]]:
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    return server, {
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-south-2",
+    }
+
+
+@pytest.fixture(scope="module")
+def gcs_classic() -> Iterator[None]:
+    """gs:// -> gcsfs's JSON-API filesystem with anonymous access (the emulator checks no credentials)."""
+    import fsspec
+    import fsspec.config
+    from gcsfs.core import GCSFileSystem
+
+    previous = fsspec.get_filesystem_class("gs")
+    fsspec.register_implementation("gs", GCSFileSystem, clobber=True)
+    fsspec.config.conf["gs"] = {"token": "anon"}
+    try:
+        yield
+    finally:
+        fsspec.config.conf.pop("gs", None)
+        fsspec.register_implementation("gs", previous, clobber=True)
+
+
+@pytest.fixture(scope="module")
+def stores(
+    tmp_path_factory: pytest.TempPathFactory, gcs_classic: None
+) -> Iterator[dict[str, dict[str, str]]]:
+    """One GCS emulator and one Azurite for the module; each store's environment."""
+    gcs, gcs_env = start_gcs()
+    try:
+        azurite, az_env = start_azurite(tmp_path_factory.mktemp("azurite"))
+    except BaseException:
+        _stop(gcs)
+        raise
+    try:
+        yield {"gs": gcs_env, "az": az_env}
+    finally:
+        _stop(azurite)
+        _stop(gcs)
+
+
+def _bucket(scheme: str, name: str) -> str:
+    """Create the bucket/container through fsspec (as an operator would with the cloud's CLI)."""
+    import fsspec
+
+    fs = fsspec.filesystem(scheme)
+    fs.invalidate_cache()
+    if not fs.exists(name):
+        fs.mkdir(name)
+    return f"{scheme}://{name}"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["gs", "az"])
+def test_data_and_checkpoints_through_the_clouds_storage(
+    tmp_path: Path, scheme: str, stores: dict, csv_file, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: ANN001
+    import fsspec
+
+    from training import presets
+    from training.config import apply_overrides
+    from training.trainer import run
+
+    for key, value in stores[scheme].items():
+        monkeypatch.setenv(key, value)
+    root = _bucket(scheme, f"ml-data-{scheme}")
+    fs = fsspec.filesystem(scheme)
+    fs.put_file(str(csv_file()), f"{root.split('://')[1]}/sentiment/train.csv")
+    config = apply_overrides(
+        presets.smoke(),
+        [
+            "export=false",
+            "epochs=1",
+            f"data.source={root}/sentiment/train.csv",
+            "data.max_test_rows=none",
+            f"checkpoint.uri={root}/checkpoints/run1",
+            "checkpoint.every_steps=5",
+        ],
+    )
+    assert run(config, tmp_path / "first") == EXIT_OK
+    first = json.loads((tmp_path / "first" / "metrics.json").read_text())
+    assert first["data"]["split_cache"] == "miss" and first["data"]["bytes_read_from_source"] > 0
+    assert not (tmp_path / "first" / "checkpoints").exists()
+    fs.invalidate_cache()
+    names = {p.rsplit("/", 1)[-1] for p in fs.ls(f"{root.split('://')[1]}/checkpoints/run1", detail=False)}
+    assert any(n.startswith("step-") for n in names) and any(n.startswith("best-") for n in names), names
+
+    # A rescheduled pod: no data bytes from the bucket, resumes from the bucket's checkpoint, same result.
+    assert run(config, tmp_path / "second") == EXIT_OK
+    second = json.loads((tmp_path / "second" / "metrics.json").read_text())
+    assert second["data"] == {"bytes_read_from_source": 0, "split_cache": "hit", "token_cache": "hit"}
+    assert second["steps"] == first["steps"] and second["test"] == first["test"]
+    assert second["checkpoint"]["saves_this_attempt"] == 0
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+# Not az: the Azure SDK's own retry policy (10 tries, exponential) holds a refused connection ~100 s before
+# adlfs raises, and adlfs does not pass retry settings through; the classification is unit-tested below.
+@pytest.mark.parametrize("scheme", ["s3", "gs"])
+def test_an_outage_is_retried_then_reported_as_storage_unavailable(
+    tmp_path: Path,
+    scheme: str,
+    gcs_classic: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each SDK's connection error is recognised as transient (retried until the budget is spent), then
+    reported as exit 69's error naming the store (unrecognised, it would escape as the SDK's own error)."""
+    import fsspec
+
+    from training import checkpoint as ckpt
+    from training.errors import EXIT_STORAGE, StorageUnavailable
+
+    starters: dict[str, Callable[[], tuple[object, dict[str, str]]]] = {
+        "s3": start_moto,
+        "gs": start_gcs,
+        "az": lambda: start_azurite(tmp_path / "azurite"),
+    }
+    server, env = starters[scheme]()
+    try:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        fsspec.filesystem(scheme).clear_instance_cache()
+        if scheme == "s3":
+            import boto3
+
+            boto3.client("s3").create_bucket(
+                Bucket="outage", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+            )
+        else:
+            _bucket(scheme, "outage")
+        store = ckpt.Store(f"{scheme}://outage/run")
+        ckpt.write_checkpoint(store, "step-000000001", {"a.bin": b"x" * 100})
+        assert ckpt.latest(store) is not None
+    finally:
+        if scheme == "s3":
+            server.stop()  # type: ignore[attr-defined]
+        else:
+            _stop(server)  # type: ignore[arg-type]
+    monkeypatch.setenv("TRAINING_STORAGE_RETRY_S", "2")
+    started = time.monotonic()
+    with pytest.raises(StorageUnavailable) as info:
+        store.read("step-000000001/a.bin")
+    assert time.monotonic() - started >= 2.0  # it kept trying for the budget
+    assert info.value.exit_code == EXIT_STORAGE
+    assert f"{scheme}://outage/run" in str(info.value) and "rerun" in str(info.value)
+
+
+def test_transient_errors_of_each_sdk_are_retried_and_permanent_ones_are_not() -> None:
+    from aiohttp.client_exceptions import ClientConnectorError
+    from azure.core.exceptions import ResourceNotFoundError, ServiceRequestError
+    from botocore.exceptions import EndpointConnectionError
+
+    from training.retry import is_transient
+
+    assert is_transient(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    assert is_transient(ServiceRequestError("connection refused"))
+    assert is_transient(ClientConnectorError.__new__(ClientConnectorError))
+    assert is_transient(OSError("s3fs: connection reset"))
+    wrapped = OSError("upload failed")
+    wrapped.__cause__ = ServiceRequestError("refused")
+    assert is_transient(wrapped)
+    assert not is_transient(FileNotFoundError("gs://b/missing"))
+    assert not is_transient(PermissionError("AccessDenied"))
+    assert not is_transient(ResourceNotFoundError("no such container"))
+    assert not is_transient(ValueError("bad argument"))
