@@ -27,7 +27,7 @@ from training import checkpoint as ckpt
 from training import environment as env
 from training import state as state_mod
 from training.config import RunConfig
-from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted
+from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted, StorageUnavailable
 from training.evaluate import predict, validate
 from training.model import build_model, load_tokenizer
 from training.state import State
@@ -360,7 +360,18 @@ def _loop(
                 or done
             )
             if evaluate_now:
-                scores = validate(config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker)
+                try:
+                    scores = validate(
+                        config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker
+                    )
+                except StorageUnavailable:
+                    # The best weights could not be stored: keep the run's state on local disk, then exit 69.
+                    if rescue is not None and dist.is_main:
+                        state_mod.save(
+                            rescue, config, dist, raw_model, optimizer, scheduler, scaler, state, manifest_sha,
+                            wall_start, solo=True,
+                        )  # fmt: skip
+                    raise
                 wants_stop = bool(
                     hooks.on_evaluate and dist.is_main and hooks.on_evaluate(state.step, scores)
                 )
