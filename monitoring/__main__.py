@@ -1,0 +1,5 @@
+import sys
+
+from monitoring.cli import main
+
+sys.exit(main())

@@ -1,0 +1,127 @@
+"""Command line of the monitoring jobs (exit 0 done, 1 drift detected with --fail-on-drift, 2 bad input).
+
+python -m monitoring drift --reference REF --current CUR --out DIR [--since ISO] [--until ISO]
+    REF: reference records (.jsonl file or prefix), or a training manifest.json (then --bundle too)
+    CUR: the records prefix (local, s3://, gs://, az://) or a .jsonl file; writes DIR/drift.json,
+    DIR/drift.html and DIR/metrics.prom; pushes the gauges when MONITORING_PUSHGATEWAY_URL is set
+python -m monitoring reference --manifest runs/demo/train/manifest.json --bundle runs/demo/train/export --out ref.jsonl
+python -m monitoring evaluate --url 127.0.0.1:8000 --manifest M --bundle B --out DIR [--rows 500]
+    sends the test split's labelled sample through the live endpoint: accuracy, F1, AUC vs training
+python -m monitoring env
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from monitoring.errors import InputError
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m monitoring", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = ap.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("drift", help="drift of a window of inference records against the training reference")
+    d.add_argument(
+        "--reference", required=True, help="reference records (.jsonl / prefix) or a manifest.json"
+    )
+    d.add_argument(
+        "--current", required=True, help="inference records: a prefix (date= partitions) or a .jsonl"
+    )
+    d.add_argument("--out", required=True, type=Path)
+    d.add_argument("--bundle", type=Path, help="export bundle (needed when --reference is a manifest.json)")
+    d.add_argument("--since", help="window start, ISO 8601 UTC (records with ts >= since)")
+    d.add_argument("--until", help="window end, ISO 8601 UTC (records with ts < until)")
+    d.add_argument("--threshold", type=float, default=None, help="share of drifted features that is drift")
+    d.add_argument("--model", default="sentiment", help="model label of the pushed gauges")
+    d.add_argument("--data-encoding", help="CSV encoding of the manifest's dataset (e.g. latin-1)")
+    d.add_argument("--fail-on-drift", action="store_true", help="exit 1 when drift is detected")
+    r = sub.add_parser("reference", help="reference records from the training split (manifest + bundle)")
+    r.add_argument("--manifest", required=True, type=Path)
+    r.add_argument("--bundle", required=True, type=Path)
+    r.add_argument("--out", required=True, type=Path)
+    r.add_argument("--rows", type=int, default=2000)
+    r.add_argument("--data-encoding")
+    e = sub.add_parser("evaluate", help="quality on a labelled sample sent through the live endpoint")
+    e.add_argument("--url", required=True, help="Triton endpoint host:port (HTTP)")
+    e.add_argument(
+        "--manifest", required=True, type=Path, help="training manifest.json: its test split is the sample"
+    )
+    e.add_argument("--bundle", required=True, type=Path, help="the promoted bundle: its metrics are the bar")
+    e.add_argument("--out", required=True, type=Path)
+    e.add_argument("--rows", type=int, default=500)
+    e.add_argument("--model", default="sentiment")
+    e.add_argument("--data-encoding")
+    sub.add_parser("env", help="environment variables the serving models and jobs read")
+    return ap
+
+
+def _drift(args: argparse.Namespace) -> int:
+    from monitoring import drift, metrics, reference, windows
+    from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+
+    if args.reference.endswith("manifest.json") or args.reference.endswith(".manifest.json"):
+        if args.bundle is None:
+            raise InputError(
+                "--reference is a manifest.json: also pass --bundle (the export bundle it trained)"
+            )
+        import pandas as pd
+
+        ref = pd.DataFrame(reference.build(args.reference, args.bundle, encoding=args.data_encoding))
+    else:
+        ref = windows.load(args.reference)
+    cur = windows.load(args.current, since=args.since, until=args.until)
+    threshold = drift.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    result = drift.compute(
+        ref, cur, threshold=threshold, reference_source=args.reference, current_source=args.current
+    )
+    drift.write(result, args.out)
+    rep = result.report
+    metrics.export(metrics.DRIFT_JOB, {"model": args.model},
+                   metrics.drift_gauges(args.model, rep["score"], rep["threshold"], rep["drift_detected"]),
+                   out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+    drifted = [k for k, v in rep["features"].items() if v["drifted"]]
+    print(f"drift {'DETECTED' if rep['drift_detected'] else 'not detected'}: score {rep['score']} "
+          f"(threshold {rep['threshold']}), drifted: {', '.join(drifted) or 'none'}; {args.out / 'drift.html'}")  # fmt: skip
+    return 1 if args.fail_on_drift and rep["drift_detected"] else 0
+
+
+def _reference(args: argparse.Namespace) -> int:
+    from monitoring import reference
+
+    records = reference.build(args.manifest, args.bundle, rows=args.rows, encoding=args.data_encoding)
+    reference.write_jsonl(records, args.out)
+    print(f"{len(records)} reference records -> {args.out}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from monitoring import evaluate, metrics
+    from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+
+    report = evaluate.run(args.url, args.manifest, args.bundle, rows=args.rows, encoding=args.data_encoding)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "quality.json").write_text(json.dumps(report, indent=2) + "\n")
+    metrics.export(metrics.QUALITY_JOB, {"model": args.model},
+                   metrics.quality_gauges(args.model, report["measured"], report["training"]),
+                   out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+    print(json.dumps({"measured": report["measured"], "training": report["training"]}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "env":
+            from monitoring.environment import ENVIRONMENT_VARIABLES
+
+            for var in ENVIRONMENT_VARIABLES:
+                print(f"{var.name} ({var.type.__name__}, default {var.default!r}): {var.doc}")
+            return 0
+        return {"drift": _drift, "reference": _reference, "evaluate": _evaluate}[args.command](args)
+    except InputError as exc:
+        print(f"monitoring {args.command}: {exc}", file=sys.stderr)
+        return 2

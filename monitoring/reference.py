@@ -1,0 +1,148 @@
+"""The training reference: the split manifest's data, described exactly as serving describes requests.
+
+`python -m monitoring reference --manifest runs/demo/train/manifest.json --bundle runs/demo/train/export
+--out ref.jsonl` reloads the training split the manifest names (training.data.load: same source, seed,
+fractions and limits; the split's sha256 must match the manifest's, or the data changed), samples
+`rows` texts, and writes one record per text with the fields of monitoring/records.py: descriptors from
+the bundle's tokenizer, prediction and probability from the bundle's ONNX model (ONNX Runtime, in
+process). `drift --reference` reads that file, or builds it on the fly from a manifest.json.
+
+`records_for_texts` is the same path for any list of texts: tests and benchmarks use it to make
+windows (clean: the test split; shifted: another domain) without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from monitoring.errors import InputError
+from monitoring.records import TokenizerFacts, make_record
+
+DEFAULT_ROWS = 2000
+BATCH = 64
+
+
+def _bundle(bundle_dir: Path) -> dict[str, Any]:
+    meta_path = bundle_dir / "metadata.json"
+    if not meta_path.is_file() or not (bundle_dir / "tokenizer" / "tokenizer.json").is_file():
+        raise InputError(
+            f"{bundle_dir} is not an export bundle (metadata.json, tokenizer/): pass the run's export/"
+        )
+    return json.loads(meta_path.read_text())
+
+
+def records_for_texts(
+    texts: Sequence[str], bundle_dir: str | Path, *, precision: str = "fp32", ts: float | None = None
+) -> list[dict[str, Any]]:
+    """One record per text, as the serving model would write it (latency_ms None: nothing was served)."""
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    bundle_dir = Path(bundle_dir)
+    meta = _bundle(bundle_dir)
+    max_length = int(meta["max_length"])
+    tokenizer = Tokenizer.from_file(str(bundle_dir / "tokenizer" / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    facts = TokenizerFacts.from_files(str(bundle_dir / "tokenizer" / "tokenizer.json"), max_length)
+    labels = (
+        json.loads((bundle_dir / "labels.json").read_text())
+        if (bundle_dir / "labels.json").is_file()
+        else meta["labels"]
+    )
+    model = bundle_dir / ("model.int8.onnx" if precision == "int8" else "model.onnx")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    encodings = tokenizer.encode_batch([str(t) for t in texts])
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))  # little padding per batch
+    probabilities: list[Any] = [None] * len(encodings)
+    for start in range(0, len(order), BATCH):
+        rows = order[start : start + BATCH]
+        length = max(len(encodings[i].ids) for i in rows)
+        ids = np.zeros((len(rows), length), dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        for r, i in enumerate(rows):
+            ids[r, : len(encodings[i].ids)] = encodings[i].ids
+            mask[r, : len(encodings[i].ids)] = 1
+        (logits,) = session.run(["logits"], {"input_ids": ids, "attention_mask": mask})
+        logits = logits.astype(np.float64)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        for r, i in enumerate(rows):
+            probabilities[i] = p[r].tolist()
+    now = time.time() if ts is None else ts
+    return [
+        make_record(
+            ids=enc.ids,
+            facts=facts,
+            labels=labels,
+            probabilities=probs,
+            model=str(meta.get("model_name")),
+            model_version=str(meta.get("model_version")),
+            latency_ms=None,
+            ts=now,
+        )  # fmt: skip
+        for enc, probs in zip(encodings, probabilities, strict=True)
+    ]
+
+
+def split_texts(
+    manifest_path: str | Path, split: str = "train", *, encoding: str | None = None
+) -> tuple[list[str], list[int], dict[str, Any]]:
+    """The texts and labels of one split of the manifest's dataset, checked against the manifest."""
+    from training.config import DataConfig
+    from training.data import load
+    from training.errors import TrainingError
+
+    path = Path(manifest_path)
+    if not path.is_file():
+        raise InputError(f"{path} does not exist: pass the training run's manifest.json")
+    try:
+        manifest = json.loads(path.read_text())
+        source = manifest["source"]["uri"]
+        limits = manifest.get("limits") or {}
+        config = DataConfig(
+            source=source, text_column=manifest["text_column"], label_column=manifest["label_column"],
+            labels=tuple(manifest["labels"]), encoding=encoding, seed=manifest["seed"],
+            val_fraction=manifest["val_fraction"], test_fraction=manifest["test_fraction"],
+            max_train_rows=limits.get("train"), max_val_rows=limits.get("validation"), max_test_rows=limits.get("test"),
+        )  # fmt: skip
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{path} is not a training split manifest ({exc}): pass <run>/manifest.json"
+        ) from None
+    try:
+        dataset = load(config)
+    except TrainingError as exc:
+        raise InputError(f"reloading the manifest's data failed: {exc}") from None
+    want, got = manifest["splits"][split]["sha256"], dataset.manifest["splits"][split]["sha256"]
+    if want != got:
+        raise InputError(
+            f"the {split} split of {source} no longer matches {path} (sha256 {got[:12]} != {want[:12]}): "
+            "the data changed since training; pass --data-encoding if the CSV is not UTF-8"
+        )
+    data = dataset.splits[split]
+    return data.texts, data.labels, manifest
+
+
+def build(
+    manifest_path: str | Path, bundle_dir: str | Path, *, rows: int = DEFAULT_ROWS, seed: int = 0,
+    encoding: str | None = None, precision: str = "fp32",
+) -> list[dict[str, Any]]:  # fmt: skip
+    texts, _, _ = split_texts(manifest_path, "train", encoding=encoding)
+    if len(texts) > rows:
+        texts = random.Random(seed).sample(texts, rows)
+    return records_for_texts(texts, bundle_dir, precision=precision)
+
+
+def write_jsonl(records: Sequence[dict[str, Any]], path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -1,0 +1,126 @@
+"""The drift job: Evidently on the training reference vs windows of records, its CLI, JSON and exit codes.
+
+Windows are made the way serving makes records (monitoring.reference.records_for_texts: the bundle's
+tokenizer and ONNX model, the same describe()). Clean windows are drawn from the held-out test split with
+fixed seeds; the shifted window is another domain (Python documentation sentences).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitoring import drift, reference, samples
+from monitoring.records import RECORD_FIELDS
+
+WINDOW = 300
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The split manifest training writes (training.data.load on the bundled corpus, default split)."""
+    from training.config import DataConfig
+    from training.data import load
+
+    path = tmp_path_factory.mktemp("run") / "manifest.json"
+    path.write_text(json.dumps(load(DataConfig()).manifest))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference_file(manifest: Path, tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ref") / "reference.jsonl"
+    reference.write_jsonl(reference.build(manifest, tiny_bundle, rows=2000), path)
+    return path
+
+
+def window(texts: list[str], bundle: Path, path: Path) -> Path:
+    reference.write_jsonl(reference.records_for_texts(texts, bundle), path)
+    return path
+
+
+def run_drift(ref: Path | str, cur: Path | str, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "monitoring", "drift", "--reference", str(ref), "--current", str(cur),
+         "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_reference_is_the_training_split_described_like_serving(reference_file: Path) -> None:
+    rows = [json.loads(line) for line in reference_file.read_text().splitlines()]
+    assert len(rows) == 2000 and all(tuple(r) == RECORD_FIELDS for r in rows)
+    assert all("text" not in r for r in rows) and {r["prediction"] for r in rows} <= {"negative", "positive"}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_false_alarm_on_clean_windows_of_the_test_split(
+    seed: int, manifest: Path, tiny_bundle: Path, reference_frame
+) -> None:
+    import pandas as pd
+
+    current = pd.DataFrame(
+        reference.records_for_texts(samples.clean_texts(manifest, WINDOW, seed), tiny_bundle)
+    )
+    report = drift.compute(reference_frame, current).report
+    assert report["drift_detected"] is False, report["features"]
+    assert report["score"] < report["threshold"]
+
+
+@pytest.fixture(scope="module")
+def reference_frame(reference_file: Path):  # noqa: ANN201 - pandas DataFrame
+    from monitoring import windows
+
+    return windows.load(str(reference_file))
+
+
+def test_shifted_window_is_detected_and_reported(
+    tiny_bundle: Path, reference_file: Path, tmp_path: Path
+) -> None:
+    cur = window(samples.shifted_texts(WINDOW, seed=0), tiny_bundle, tmp_path / "shifted.jsonl")
+    done = run_drift(reference_file, cur, tmp_path / "out", "--fail-on-drift")
+    assert done.returncode == 1 and "drift DETECTED" in done.stdout, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "drift.json").read_text())
+    assert set(report) == {"drift_detected", "score", "threshold", "features", "reference", "current"}
+    assert (
+        report["drift_detected"] is True and report["score"] >= report["threshold"] == drift.DEFAULT_THRESHOLD
+    )
+    assert set(report["features"]) == set(drift.FEATURES)
+    assert report["features"]["embedding"]["drifted"] and report["features"]["n_tokens"]["drifted"]
+    assert report["reference"]["rows"] == 2000 and report["current"]["rows"] == WINDOW
+    html = (tmp_path / "out" / "drift.html").read_text()
+    assert "<html" in html.lower() and "n_tokens" in html
+    prom = (tmp_path / "out" / "metrics.prom").read_text()
+    assert 'ml_drift_detected{model="sentiment"} 1.0' in prom and "ml_drift_score{" in prom
+
+
+def test_reference_from_a_manifest_and_a_partitioned_window(
+    manifest: Path, tiny_bundle: Path, tmp_path: Path
+) -> None:
+    part = tmp_path / "records" / "date=2026-12-03"
+    part.mkdir(parents=True)
+    window(samples.shifted_texts(100, seed=1), tiny_bundle, part / "part-a.jsonl")
+    done = run_drift(manifest, tmp_path / "records", tmp_path / "out", "--bundle", str(tiny_bundle))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "drift.json").read_text())["drift_detected"] is True
+
+
+def test_bad_input_is_a_clear_error_with_exit_2(reference_file: Path, manifest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    missing = run_drift(reference_file, tmp_path / "nope", out)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert run_drift(reference_file, empty, out).returncode == 2
+    future = run_drift(reference_file, reference_file, out, "--since", "2999-01-01")
+    assert future.returncode == 2 and "empty window" in future.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"ts": "2026-12-03T00:00:00", "label": "x"}) + "\n")
+    schema = run_drift(reference_file, other, out)
+    assert schema.returncode == 2 and "lack" in schema.stderr and "n_tokens" in schema.stderr
+    no_bundle = run_drift(manifest, reference_file, out)
+    assert no_bundle.returncode == 2 and "--bundle" in no_bundle.stderr
