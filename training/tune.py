@@ -223,12 +223,8 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
         # Stop where the budget runs out, not only at the next trial boundary.
         limit = min(limit, (cfg.budget_eur - spent_eur(study)) / price)
     start = time.monotonic()
-    tagged: list[bool] = []
 
     def on_evaluate(step: int, scores: dict[str, float]) -> bool:
-        if parent_run and not tagged:
-            _tag_child(parent_run, number)
-            tagged.append(True)
         trial.report(scores["accuracy"], step)
         if trial.should_prune():
             trial.set_user_attr(PRUNED_AT, step)
@@ -242,8 +238,16 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     log.info(
         "trial %d (worker %s): %s", number, cfg.worker_id, " ".join(f"{k}={v}" for k, v in extra.items())
     )
-    rc = train(config, out, hooks)
+    try:
+        rc = train(config, out, hooks)
+    except Exception:
+        # A crash or bad input is not resumable: FAIL it, or every rerun would resume the same crash.
+        trial.set_user_attr(ELAPSED, round(elapsed_before + time.monotonic() - start, 3))
+        _tell(study, trial, state=TrialState.FAIL)
+        raise
     trial.set_user_attr(ELAPSED, round(elapsed_before + time.monotonic() - start, 3))
+    if parent_run:
+        _tag_child(parent_run, number)
     if rc == EXIT_PREEMPTED:
         return rc  # left RUNNING for this worker's rerun
     cost_eur = _trial_cost_eur(out, rate)
@@ -270,11 +274,15 @@ def _tell(study: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _tag_child(parent_run: str, number: int) -> None:
-    """The trainer's MLflow run (active in this process during the trial) becomes a child of the study's run."""
+    """The trainer's MLflow run (the last one this process ran) becomes a child of the study's run."""
     import mlflow
+    from mlflow.tracking import MlflowClient
 
-    if mlflow.active_run() is not None:
-        mlflow.set_tags({"mlflow.parentRunId": parent_run, "optuna.trial": str(number)})
+    run = mlflow.last_active_run()
+    if run is not None and run.info.run_id != parent_run:
+        client = MlflowClient()
+        client.set_tag(run.info.run_id, "mlflow.parentRunId", parent_run)
+        client.set_tag(run.info.run_id, "optuna.trial", str(number))
 
 
 def tune(cfg: TuneConfig) -> int:

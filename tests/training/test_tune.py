@@ -63,9 +63,14 @@ def test_cli_rejects_bad_arguments(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_time_limit_ends_the_trial_cleanly_at_its_deadline(tmp_path: Path) -> None:
+def test_time_limit_ends_the_trial_cleanly_at_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # 60 epochs (1,500 steps) cannot finish in 4 s: the loop must stop itself, checkpoint, and report.
+    monkeypatch.setenv("TRAINING_MLFLOW", "1")  # this test also checks the trial's MLflow child run
     out = tmp_path / "study"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (out / "mlruns").resolve().as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     cfg = TuneConfig(
         preset="smoke",
         output=out,
@@ -73,9 +78,19 @@ def test_time_limit_ends_the_trial_cleanly_at_its_deadline(tmp_path: Path) -> No
         trial_timeout_s=4,
         pruner="none",
         sampler="grid",
-        space_file=lr_space(tmp_path, [3e-3], epochs="60"),
+        space_file=lr_space(tmp_path, [3e-3], epochs="60", mlflow="true"),
     )
     assert tune(cfg) == 0
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=(out / "mlruns").resolve().as_uri())
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 1
+    assert children[0].data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+    assert children[0].data.tags["optuna.trial"] == "0" and "test_accuracy" in children[0].data.metrics
+    assert parents[0].info.status == "FINISHED"
     trial = study(out)["trials"][0]
     assert trial["state"] == "TIME_LIMIT"
     assert trial["value"] is not None and trial["duration_s"] < 4 + 20  # + the final validation/test pass
