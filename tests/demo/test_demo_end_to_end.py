@@ -8,39 +8,84 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _descendants(pid: int) -> list[int]:
-    """Live descendants of `pid`, from /proc (no psutil needed)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+MARKER = "EU_ML_DEMO_LEAK_CHECK"
+
+
+def _marked(marker: str) -> list[psutil.Process]:
+    """Live processes carrying this run's marker in their environment: every process the demo
+    started inherits it, even in a session of its own and re-parented to init after the demo
+    exited (which a walk over the test's descendants would miss)."""
+    found = []
+    for proc in psutil.process_iter():
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARKER) == marker:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
+    return found
+
+
+def _demo(tmp_path: Path, marker: str) -> subprocess.Popen[str]:
+    reports, work = tmp_path / "reports", tmp_path / "work"
+    return subprocess.Popen(
+        [sys.executable, "-m", "demo", "--fast", "--quiet", "--reports", str(reports), "--work", str(work)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, MARKER: marker},
+    )  # fmt: skip
+
+
+def test_the_leak_check_sees_a_process_in_its_own_session() -> None:
+    """The check can fail: a marked process that left the demo's process tree is still found."""
+    marker = uuid.uuid4().hex
+    stray = subprocess.Popen(["sleep", "60"], env={**os.environ, MARKER: marker}, start_new_session=True)
+    try:
+        assert [p.pid for p in _marked(marker)] == [stray.pid]
+    finally:
+        stray.kill()
+        stray.wait()
+    assert _marked(marker) == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigterm_stops_the_demo_like_ctrl_c(tmp_path: Path) -> None:
+    """CI cancellation sends SIGTERM: the demo stops what it started (moto included) and exits 130."""
+    marker = uuid.uuid4().hex
+    proc = _demo(tmp_path, marker)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any("moto" in " ".join(p.cmdline()) for p in _marked(marker) if p.pid != proc.pid):
+                break
+            time.sleep(1)
+        assert proc.poll() is None, "the demo ended before its S3 server started"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    summary = json.loads((tmp_path / "reports" / "demo" / "summary.json").read_text())
+    assert summary["failed_stage"]["why"] == "interrupted"
+    assert _marked(marker) == [], "SIGTERM left processes running"
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_fast_demo(tmp_path: Path) -> None:
-    reports, work = tmp_path / "reports", tmp_path / "work"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "demo", "--fast", "--quiet", "--reports", str(reports), "--work", str(work)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    reports = tmp_path / "reports"
+    marker = uuid.uuid4().hex
+    proc = _demo(tmp_path, marker)
     try:
         out, _ = proc.communicate(timeout=840)  # under pytest-timeout's 900 s
     except subprocess.TimeoutExpired:
@@ -74,5 +119,5 @@ def test_fast_demo(tmp_path: Path) -> None:
     assert (reports / "compliance.html").exists()
     assert len(list((reports / "demo" / "logs").glob("*.log"))) >= 5
 
-    # Nothing left running: no moto server, no tritonserver, no stray command.
-    assert _descendants(os.getpid()) == []
+    # Nothing left running: no moto server, no tritonserver, no stray command (any session).
+    assert _marked(marker) == []
