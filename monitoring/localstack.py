@@ -1,0 +1,233 @@
+"""The alert path on one machine: real Prometheus + real Alertmanager + a local webhook receiver.
+
+    with LocalAlerting(workdir, metrics_dirs=[Path("out/shifted")], for_override="0s") as stack:
+        alert = stack.wait_for("ModelInputDrift", timeout_s=60)
+
+Prometheus scrapes a small textfile exporter (the drift job's DIR/metrics.prom files, served over HTTP
+as node-exporter's textfile collector would), evaluates monitoring/rules/*.yaml (with `for:` shortened,
+the only change), and sends firing alerts to Alertmanager, configured by monitoring.alerting with every
+receiver URL pointed at the local webhook receiver: nothing leaves 127.0.0.1. Each process runs in its
+own process group on free ports and is stopped by its own pid. Used by tests/monitoring and the demo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from monitoring.alerting import alertmanager_config
+
+RULES = Path(__file__).resolve().parent / "rules"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> _Server:
+    server = _Server(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise FileNotFoundError(f"{name} not found: apt-get install prometheus prometheus-alertmanager")
+    return path
+
+
+class LocalAlerting:
+    def __init__(self, workdir: Path, *, metrics_dirs: list[Path], for_override: str = "0s") -> None:
+        self.workdir, self.metrics_dirs, self.for_override = Path(workdir), metrics_dirs, for_override
+        self.received: list[dict[str, Any]] = []
+        self.procs: list[subprocess.Popen] = []
+        self._servers: list[_Server] = []
+
+    # --- the two small HTTP servers -------------------------------------------------------------
+    def _exporter(self) -> _Server:
+        dirs = self.metrics_dirs
+
+        class Exporter(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                body = "".join(
+                    (d / "metrics.prom").read_text() for d in dirs if (d / "metrics.prom").is_file()
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return _serve(Exporter)
+
+    def _receiver(self) -> _Server:
+        received = self.received
+
+        class Receiver(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    received.append({"path": self.path, "body": json.loads(body)})
+                except json.JSONDecodeError:
+                    received.append({"path": self.path, "body": body.decode(errors="replace")})
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return _serve(Receiver)
+
+    # --- configuration ---------------------------------------------------------------------------
+    def _rules(self) -> list[str]:
+        paths = []
+        for src in sorted(RULES.glob("*.yaml")):
+            doc = yaml.safe_load(src.read_text())
+            for group in doc["groups"]:
+                group["interval"] = "1s"
+                for rule in group["rules"]:
+                    rule["for"] = self.for_override
+            dst = self.workdir / "rules" / src.name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(yaml.safe_dump(doc, sort_keys=False))
+            paths.append(str(dst))
+        return paths
+
+    def _alertmanager_yaml(self, hook: str) -> dict[str, Any]:
+        config = alertmanager_config(
+            pagerduty_routing_key="local-test-key", opsgenie_api_key="local-test-key",
+            email_to=["oncall@example.eu"], email_from="alerts@example.eu",
+            smarthost=f"127.0.0.1:{free_port()}", extra_webhook_url=f"{hook}/webhook",
+            group_wait="1s", group_interval="1s", repeat_interval="1h",
+        )  # fmt: skip
+        for receiver in config["receivers"]:  # every pager points here too: no traffic leaves the machine
+            for cfg in receiver.get("pagerduty_configs", []):
+                cfg["url"] = f"{hook}/pagerduty"
+            for cfg in receiver.get("opsgenie_configs", []):
+                cfg["api_url"] = f"{hook}/opsgenie/"
+        return config
+
+    def _start(self, args: list[str], log: str) -> subprocess.Popen:
+        out = (self.workdir / log).open("ab")
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def _wait_ready(url: str, proc: subprocess.Popen, name: str, log: Path, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"{name} not ready at {url} after {timeout_s:.0f} s: see {log}")
+
+    def start(self) -> LocalAlerting:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        exporter, receiver = self._exporter(), self._receiver()
+        self._servers += [exporter, receiver]
+        hook = f"http://127.0.0.1:{receiver.server_address[1]}"
+        am_port, prom_port = free_port(), free_port()
+        am_config = self.workdir / "alertmanager.yml"
+        am_config.write_text(yaml.safe_dump(self._alertmanager_yaml(hook), sort_keys=False))
+        am = self._start(
+            [binary("prometheus-alertmanager"), f"--config.file={am_config}",
+             f"--storage.path={self.workdir / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
+             "--cluster.listen-address="],
+            "alertmanager.log",
+        )  # fmt: skip
+        self.alertmanager_url = f"http://127.0.0.1:{am_port}"
+        self._wait_ready(
+            f"{self.alertmanager_url}/-/ready", am, "alertmanager", self.workdir / "alertmanager.log"
+        )
+        prom_config = self.workdir / "prometheus.yml"
+        prom_config.write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": self._rules(),
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
+            "scrape_configs": [{"job_name": "monitoring-jobs", "honor_labels": True,
+                                "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}"]}]}],
+        }))  # fmt: skip
+        prom = self._start(
+            [binary("prometheus"), f"--config.file={prom_config}", f"--storage.tsdb.path={self.workdir / 'prom-data'}",
+             f"--web.listen-address=127.0.0.1:{prom_port}"],
+            "prometheus.log",
+        )  # fmt: skip
+        self.prometheus_url = f"http://127.0.0.1:{prom_port}"
+        self._wait_ready(
+            f"{self.prometheus_url}/-/ready", prom, "prometheus", self.workdir / "prometheus.log"
+        )
+        return self
+
+    def alerts(self, alertname: str) -> list[dict[str, Any]]:
+        """Alerts named `alertname` the webhook receiver got (Alertmanager's webhook payload `alerts`)."""
+        return [
+            alert
+            for post in list(self.received)
+            if post["path"] == "/webhook" and isinstance(post["body"], dict)
+            for alert in post["body"].get("alerts", [])
+            if alert.get("labels", {}).get("alertname") == alertname
+        ]
+
+    def wait_for(self, alertname: str, timeout_s: float = 60) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.alerts(alertname)
+            if found:
+                return found[0]
+            time.sleep(0.25)
+        return None
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        self.procs.clear()
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        self._servers.clear()
+
+    def __enter__(self) -> LocalAlerting:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
