@@ -1,22 +1,20 @@
-"""Build (and push) the training and serving images; write the build record.
+"""Build, smoke-test (and push) the training and serving images; write the build record.
 
     python -m containers.build                          # both images (what `make images` runs)
     python -m containers.build --only serving --bundle runs/demo/export --model-version 3
-    python -m containers.build --push --stack dev       # push to the stack's registry
+    python -m containers.build --push --registry 127.0.0.1:5000   # a local registry: plain HTTP
+    python -m containers.build --push --stack dev       # the stack's registry (TLS)
 
-Builder: Docker (BuildKit, through the `docker` Python SDK) when an engine answers, else buildah
-(`bud --isolation chroot`, vfs storage), as on the CI machines. Base images: NVIDIA's (the digests
-in the Dockerfiles) where they can be had; on a machine with no Docker engine and no NVIDIA image
-in buildah's storage, the local stand-ins of `containers.localbase` (`--base local`).
+Builder: a Docker engine through the `docker` SDK's public API (the engine's classic builder)
+when one answers, else buildah (`bud --isolation chroot`). Base images: NVIDIA's (the digests in
+the Dockerfiles) where they are at hand, else the local stand-ins of `containers.localbase`;
+images on a stand-in base get `-local.<key>` in their tag and never the production tag.
 
-Versions come from `containers.version`; an existing tag is never re-pointed: if the local
-storage already holds this version, it is reused, not rebuilt. Builds are reproducible as far as
-the tools allow: every layer and the image's created time use the commit's timestamp.
-
-The record, `reports/images/build-record.json` (promotion and the infra config read it):
-    {"images": {"training": {"name", "version", "tags", "digest", "image_id", "built_at", "builder",
-                             "base_image", "size_bytes", "build_seconds", "pushed"},
-                "serving": {..., "model_version", "dataset_manifest_sha256"}}}
+An existing tag is reused only when the image under it carries the same build key (base digest,
+locks, revision, model): tags never move. Each image's Python inventory is read inside it
+(SBOM next to the record, torch/CUDA for training), then it is smoke-run, then pushed; a push is
+recorded as `<registry>/<repo>@sha256:...` only after a pull by that reference confirmed it.
+The record's fields are documented in containers/README.md.
 """
 
 from __future__ import annotations
