@@ -124,6 +124,18 @@ class _MetadataNotice:
     def __init__(self, base: str | None = None, timeout: float = 1.0) -> None:
         self.base = (base or self.default_base).rstrip("/")
         self.timeout = timeout
+        self._warned = False
+
+    def _unreachable(self, exc: BaseException) -> None:
+        """Say once (not every poll) that notices cannot be read: the run then relies on SIGTERM alone."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "%s interruption notices: metadata endpoint %s unreachable (%s); relying on SIGTERM only",
+                self.name,
+                self.base,
+                exc,
+            )
 
     def poll(self) -> str | None:
         raise NotImplementedError
@@ -142,7 +154,8 @@ class AwsSpotNotice(_MetadataNotice):
             )
             headers = {"X-aws-ec2-metadata-token": token} if status == 200 else {}
             status, body = _get(f"{self.base}/latest/meta-data/spot/instance-action", headers, self.timeout)
-        except (OSError, urllib.error.URLError):
+        except (OSError, urllib.error.URLError) as exc:
+            self._unreachable(exc)
             return None
         if status != 200:
             return None  # 404: no interruption scheduled
@@ -164,7 +177,8 @@ class GcpPreemptionNotice(_MetadataNotice):
                 {"Metadata-Flavor": "Google"},
                 self.timeout,
             )
-        except (OSError, urllib.error.URLError):
+        except (OSError, urllib.error.URLError) as exc:
+            self._unreachable(exc)
             return None
         return "gcp preempted" if status == 200 and body.strip().upper() == "TRUE" else None
 
@@ -180,7 +194,10 @@ class AzureScheduledEvents(_MetadataNotice):
                 self.timeout,
             )
             events = json.loads(body).get("Events", []) if status == 200 else []
-        except (OSError, urllib.error.URLError, ValueError, AttributeError):
+        except (OSError, urllib.error.URLError) as exc:
+            self._unreachable(exc)
+            return None
+        except (ValueError, AttributeError):
             return None
         for event in events:
             if event.get("EventType") == "Preempt":

@@ -111,6 +111,23 @@ def test_unreachable_endpoint_is_no_notice() -> None:
         assert notice is not None and notice.poll() is None
 
 
+def test_unreachable_endpoint_is_logged_once_not_every_poll(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from tests.conftest import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    caplog.set_level(logging.WARNING, logger=preemption.__name__)
+    for provider in ("aws", "gcp", "azure"):
+        notice = preemption.notice_for(provider, dead)
+        assert notice is not None
+        for _ in range(4):
+            assert notice.poll() is None
+    lines = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
+    assert len(lines) == 3, lines  # one per watcher, not one per poll
+    assert all(dead in line and "SIGTERM only" in line for line in lines)
+
+
 def test_watcher_from_environment_sets_the_stop_request(metadata: FakeMetadata, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("TRAINING_INTERRUPTION_PROVIDER", "gcp")
     monkeypatch.setenv("TRAINING_METADATA_ENDPOINT", metadata.url)
