@@ -7,6 +7,7 @@ python -m monitoring drift --reference REF --current CUR --out DIR [--since ISO]
 python -m monitoring reference --manifest runs/demo/train/manifest.json --bundle runs/demo/train/export --out ref.jsonl
 python -m monitoring evaluate --url 127.0.0.1:8000 --manifest M --bundle B --out DIR [--rows 500]
     sends the test split's labelled sample through the live endpoint: accuracy, F1, AUC vs training
+python -m monitoring texts --manifest M --out clean.txt    (or --shifted: another domain; demo, checks)
 python -m monitoring env
 """
 
@@ -55,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--rows", type=int, default=500)
     e.add_argument("--model", default="sentiment")
     e.add_argument("--data-encoding")
+    w = sub.add_parser(
+        "texts", help="a window of texts, one per line: clean (test split) or --shifted (another domain)"
+    )
+    w.add_argument("--out", required=True, type=Path)
+    w.add_argument("--rows", type=int, default=300)
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--manifest", type=Path, help="training manifest.json (clean window: its test split)")
+    w.add_argument("--shifted", action="store_true", help="Python documentation sentences instead")
+    w.add_argument("--data-encoding")
     sub.add_parser("env", help="environment variables the serving models and jobs read")
     return ap
 
@@ -112,6 +122,21 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _texts(args: argparse.Namespace) -> int:
+    from monitoring import samples
+
+    if args.shifted:
+        texts = samples.shifted_texts(args.rows, args.seed)
+    elif args.manifest is None:
+        raise InputError("give --manifest (clean window from the test split) or --shifted")
+    else:
+        texts = samples.clean_texts(args.manifest, args.rows, args.seed, encoding=args.data_encoding)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(" ".join(t.split()) + "\n" for t in texts))
+    print(f"{len(texts)} texts -> {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -121,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
             for var in ENVIRONMENT_VARIABLES:
                 print(f"{var.name} ({var.type.__name__}, default {var.default!r}): {var.doc}")
             return 0
-        return {"drift": _drift, "reference": _reference, "evaluate": _evaluate}[args.command](args)
+        return {"drift": _drift, "reference": _reference, "evaluate": _evaluate, "texts": _texts}[
+            args.command
+        ](args)
     except InputError as exc:
         print(f"monitoring {args.command}: {exc}", file=sys.stderr)
         return 2
