@@ -94,7 +94,10 @@ def write_result(
         # This stack's waivers that are expired or matched nothing: for the reviewer to renew or remove.
         "waivers": waivers_mod.status([w for w in waivers if plan.stack in w.stacks], waived, today),
         "policies": result.policies,
-        "resources": [{"urn": r["urn"], "type": r["type"], "name": r["name"]} for r in plan.resources],
+        "resources": [
+            {"urn": r["urn"], "type": r["type"], "name": r["name"], "source": r.get("source")}
+            for r in plan.resources
+        ],
         "evaluated": evaluated(plan),
         "not_applicable": not_applicable(plan),
         "resources_analyzed": result.resources_analyzed,
