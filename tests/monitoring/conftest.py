@@ -6,4 +6,20 @@ import os
 
 os.environ.setdefault("DO_NOT_TRACK", "1")  # Evidently: no telemetry, ever
 
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
 from tests.serving.conftest import start_server, tiny_bundle  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The split manifest training writes (training.data.load on the bundled corpus, default split)."""
+    from training.config import DataConfig
+    from training.data import load
+
+    path = tmp_path_factory.mktemp("run") / "manifest.json"
+    path.write_text(json.dumps(load(DataConfig()).manifest))
+    return path

@@ -21,17 +21,6 @@ WINDOW = 300
 
 
 @pytest.fixture(scope="module")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The split manifest training writes (training.data.load on the bundled corpus, default split)."""
-    from training.config import DataConfig
-    from training.data import load
-
-    path = tmp_path_factory.mktemp("run") / "manifest.json"
-    path.write_text(json.dumps(load(DataConfig()).manifest))
-    return path
-
-
-@pytest.fixture(scope="module")
 def reference_file(manifest: Path, tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ref") / "reference.jsonl"
     reference.write_jsonl(reference.build(manifest, tiny_bundle, rows=2000), path)
