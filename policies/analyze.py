@@ -87,8 +87,9 @@ def write_result(
         "plan": str(plan.path),
         "pack": result.pack,
         "plan_sha256": hashlib.sha256(plan.path.read_bytes()).hexdigest() if plan.path.is_file() else "",
-        # Checks a rule could not decide (values unknown at preview); a mandatory one fails the gate.
-        "violations": [v for v in kept if not v.get("undetermined")],
+        # Every unwaived finding, undetermined checks included (flagged), so readers of "violations"
+        # (the promotion gate) fail closed too; "undetermined" lists the checks that could not decide.
+        "violations": kept,
         "undetermined": [v for v in kept if v.get("undetermined")],
         "waived": waived,
         # This stack's waivers that are expired or matched nothing: for the reviewer to renew or remove.
@@ -112,8 +113,7 @@ def write_result(
 
 def mandatory(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What fails the gate: mandatory violations and mandatory checks that could not be decided."""
-    found = [*doc["violations"], *doc.get("undetermined", [])]
-    return [v for v in found if v["enforcement"] == "mandatory"]
+    return [v for v in doc["violations"] if v["enforcement"] == "mandatory"]
 
 
 def run(
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         must = mandatory(doc)
         failed = failed or bool(must)
         print(
-            f"{doc['stack']}: {len(doc['violations'])} violation(s), {len(doc['undetermined'])} undetermined, "
+            f"{doc['stack']}: {len(doc['violations'])} violation(s) ({len(doc['undetermined'])} undetermined), "
             f"{len(must)} mandatory, {len(doc['waived'])} waived -> {args.out / (doc['stack'] + '.json')}"
         )
         for kind in ("expired", "unused"):

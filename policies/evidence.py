@@ -72,7 +72,7 @@ def controls_for(docs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Contr
         stack = doc["stack"]
         for rule in out:
             c = Control(rule, stack, not_applicable=doc.get("not_applicable", {}).get(rule, ""))
-            c.failing = [v for v in doc["violations"] if v["policy"] == rule]
+            c.failing = [v for v in doc["violations"] if v["policy"] == rule and not v.get("undetermined")]
             c.waived = [v for v in doc["waived"] if v["policy"] == rule]
             c.undetermined = [v for v in doc.get("undetermined", []) if v["policy"] == rule]
             c.evaluated = list(doc["evaluated"].get(rule, []))

@@ -16,11 +16,15 @@ def render_junit(report: Report) -> str:
         for rule in ALL_RULES:
             c = report.controls[rule.name][d["stack"]]
             case = ET.SubElement(suite, "testcase", classname=f"policy.{d['stack']}", name=rule.name)
-            must = [v for v in c.failing if v["enforcement"] == "mandatory"]
+            # An undetermined check of a mandatory rule fails the gate as a violation does.
+            must = [v for v in c.failing + c.undetermined if v["enforcement"] == "mandatory"]
             if must:
                 failures += 1
                 fail = ET.SubElement(
-                    case, "failure", message=f"{len(must)} mandatory violation(s)", type="mandatory"
+                    case,
+                    "failure",
+                    message=f"{len(must)} mandatory violation(s) or undetermined check(s)",
+                    type="mandatory",
                 )
                 fail.text = "\n".join(f"{v['urn'] or '(stack)'}: {v['message']}" for v in must)
             notes = [

@@ -30,7 +30,9 @@ def render_markdown(report: Report) -> str:
     ]
     for d in report.docs:
         must = len(analyze.mandatory(d))
-        adv = len([v for v in d["violations"] if v["enforcement"] != "mandatory"])
+        adv = len(
+            [v for v in d["violations"] if v["enforcement"] != "mandatory" and not v.get("undetermined")]
+        )
         lines.append(
             f"| {d['stack']} | {d['cloud']} | {d['environment']} | {report.ens_category.get(d['stack'], '-')} | "
             f"{len(d['resources'])} | {must} | {len(d.get('undetermined', []))} | {adv} | "
