@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 OUT = Path("reports/bench/tune.json")
+PRUNERS = {  # as configured in training/tune.py
+    "median": "MedianPruner(n_startup_trials=1, n_warmup_steps=0), judged at every validation (every 5 steps)",
+    "halving": "SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)",
+}
 
 
 def _study(out: Path, trials: int, pruner: str, seed: int) -> dict[str, Any]:
@@ -62,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pruner", default="median", choices=("median", "halving"))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     os.environ.setdefault("TRAINING_MLFLOW", "0")  # tracking is not what is measured
@@ -70,14 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         _study(Path(tmp) / "warmup", 1, "none", args.seed)
         # Unpruned first, then pruned: if the machine's load drifts, it is visible in the load averages.
         unpruned = _study(Path(tmp) / "unpruned", args.trials, "none", args.seed)
-        pruned = _study(Path(tmp) / "pruned", args.trials, "median", args.seed)
+        pruned = _study(Path(tmp) / "pruned", args.trials, args.pruner, args.seed)
     result = {
         "benchmark": "tune",
         "preset": "smoke",
         "trials": args.trials,
         "sampler": "tpe",
         "seed": args.seed,
-        "pruner": "median (n_startup_trials=1, every validation)",
+        "pruner": PRUNERS[args.pruner],
         "pruned": pruned,
         "unpruned": unpruned,
         "wall_time_ratio": round(pruned["wall_s"] / unpruned["wall_s"], 3),
