@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from policies import analyze
-from policies.rules import Context, evaluate
+from policies.rules import ALL_RULES, Context, evaluate
 
 OUT = Path("reports/bench/policy.json")
 
@@ -66,6 +67,9 @@ def run(plans_dir: Path) -> dict[str, Any]:
         )
     return {
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
+        # The CPU is shared: the 1/5/15-minute load average at the end of the run, beside the numbers.
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "rules": len(ALL_RULES),
         "pack_start_s": round(statistics.median(starts), 3),
         "stacks": stacks,
         "total_protocol_s": round(sum(s["protocol_session_s"] for s in stacks), 2),

@@ -78,8 +78,9 @@ def rule_counts(report: Report) -> list[str]:
     ]
     for rule in ALL_RULES:
         cs = list(report.controls[rule.name].values())
+        level = "by environment" if enforcement.load().strictest(rule.name) else rule.enforcement
         lines.append(
-            f"| {rule.name} | {rule.enforcement} | {sum(len(c.evaluated) for c in cs)} | "
+            f"| {rule.name} | {level} | {sum(len(c.evaluated) for c in cs)} | "
             f"{sum(len(c.failing) for c in cs)} | {sum(len(c.waived) for c in cs)} | "
             f"{sum(len(c.undetermined) for c in cs)} | {sum(1 for c in cs if c.status == 'n/a')} |"
         )
