@@ -672,3 +672,42 @@ CASES += [
         {("encryption-at-rest-cmk", "scratch")},
     ),
 ]
+
+CASES += [
+    (
+        "azure-key-of-another-vault",
+        fx.azure_stack,
+        edit(
+            "azure-native:storage:StorageAccount",
+            "data",
+            lambda i: i["encryption"]["keyVaultProperties"].update(keyName="foreign"),
+        ),
+        {("cmk-key-reference", "data")},
+    ),
+    (
+        "azure-blob-access-unknown",
+        fx.azure_stack,
+        edit(
+            "azure-native:storage:StorageAccount",
+            "data",
+            lambda i: i.update(allowBlobPublicAccess=fx.UNKNOWN),
+        ),
+        {("azure-storage-no-public-blob", "data?")},
+    ),
+    (
+        "gcp-pap-unknown",
+        fx.gcp_stack,
+        edit("gcp:storage/bucket:Bucket", "models", lambda i: i.update(publicAccessPrevention=fx.UNKNOWN)),
+        {("gcs-public-access-prevention", "models?")},
+    ),
+    (
+        "gcp-firewall-unknown-ranges",
+        fx.gcp_stack,
+        add(
+            "gcp:compute/firewall:Firewall",
+            "allow-ssh",
+            {"network": fx.UNKNOWN, "allows": [{"protocol": "tcp"}], "sourceRanges": [fx.UNKNOWN]},
+        ),
+        {("network-no-open-ingress", "allow-ssh?")},
+    ),
+]

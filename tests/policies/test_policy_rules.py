@@ -900,3 +900,32 @@ def test_component_reference_becomes_its_urn() -> None:
         "urn": "urn:pulumi:dev::p::c:m:C::x",
     }
     assert to_wire(ref) == "urn:pulumi:dev::p::c:m:C::x"
+
+
+def test_coverage_gap_is_reported_for_an_unreviewed_type() -> None:
+    """The coverage check can fail: a type no rule reads (residency does not count) and no reason covers."""
+    from policies.evidence import coverage_for
+
+    docs = [
+        {
+            "stack": "dev",
+            "resources": [
+                {
+                    "urn": "u1",
+                    "type": "aws:sagemaker/endpoint:Endpoint",
+                    "name": "e",
+                },  # only residency reads it
+                {
+                    "urn": "u2",
+                    "type": "aws:s3/bucketV2:BucketV2",
+                    "name": "b",
+                },  # V2 token: the S3 rules read it
+                {"urn": "u3", "type": "azure-native:storage/v20230101:StorageAccount", "name": "s"},
+            ],
+        }
+    ]
+    coverage = coverage_for(docs, {})
+    assert coverage["aws:sagemaker/endpoint:Endpoint"]["rules"] == []
+    assert "s3-bucket-public-access-block" in coverage["aws:s3/bucketV2:BucketV2"]["rules"]
+    assert "encryption-at-rest-cmk" in coverage["azure-native:storage/v20230101:StorageAccount"]["rules"]
+    assert coverage_for(docs, {"aws:sagemaker/*": "reviewed"})["aws:sagemaker/endpoint:Endpoint"]["reason"]

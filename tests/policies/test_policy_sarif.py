@@ -29,6 +29,8 @@ def sarif(real_plans: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, 
     plans = root / "plans"
     plans.mkdir()
     for stack, plan in real_plans.items():
+        if stack not in ("dev", "azure-dev"):  # one AWS and one stack-finding-free stack keep it short
+            continue
         plan = json.loads(json.dumps(plan))
         if stack == "dev":  # a resource finding: the bucket's key becomes the AWS-managed one
             for r in plan["resources"]:
