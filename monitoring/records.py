@@ -27,6 +27,7 @@ import os
 import queue
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -134,6 +135,7 @@ class RecordWriter:
     dropped: int = 0
     written: int = 0
     errors: int = 0
+    last_error: str | None = None
     _queue: queue.Queue = field(init=False)
     _thread: threading.Thread = field(init=False)
     _stop: threading.Event = field(init=False)
@@ -183,9 +185,16 @@ class RecordWriter:
             try:
                 self.write(part_path(self.prefix, date, self._seq), lines)
                 self.written += len(lines)
-            except Exception:  # a sink failure loses this batch, never the server
+            except Exception as exc:  # a sink failure loses this batch, never the server
                 self.errors += 1
                 self.dropped += len(lines)
+                if self.last_error is None:  # once: the server log says why records are missing
+                    print(
+                        f"inference records: writing to {self.prefix} failed: {exc!r} (cause: {exc.__cause__!r})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                self.last_error = repr(exc)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush what is queued (bounded wait) and stop the thread."""
