@@ -8,6 +8,7 @@ unknown sentinels included, and decide themselves what an unknown means for them
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -121,9 +122,11 @@ def _install_advisory_channel() -> bool:
 ADVISORY_CHANNEL = _install_advisory_channel()
 
 
-def _waivers() -> list[waivers_mod.Waiver]:
-    """policies/waivers.yaml, applied by the pack under the CLI (offline, the runner applies it)."""
-    return waivers_mod.load(rules=[r.name for r in ALL_RULES], today=dt.date.today())
+@functools.cache
+def _waivers() -> tuple[waivers_mod.Waiver, ...]:
+    """policies/waivers.yaml, applied by the pack under the CLI (offline, the runner applies it); read
+    once per pack process, and validated at start (serve) so a bad file fails before any preview."""
+    return tuple(waivers_mod.load(rules=[r.name for r in ALL_RULES], today=dt.date.today()))
 
 
 def report(
@@ -136,7 +139,7 @@ def report(
     """Report (message, urn) pairs with the level they deserve here (see Advisory)."""
     strict = fail_closed()
     table = enforcement.load().level(rule.name, ctx.environment)
-    waivers = [] if offline_gate() else _waivers()
+    waivers = () if offline_gate() else _waivers()
     stack = os.environ.get("PULUMI_STACK", "")
     pending = []
     for message, target in items:
@@ -240,6 +243,8 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
 
 def serve() -> None:
     """Start the Analyzer gRPC server; prints its port and blocks (what the Pulumi CLI expects)."""
+    if not offline_gate():
+        _waivers()  # a malformed waivers.yaml stops the pack here, with the file and entry named
     PolicyPack(
         name=PACK_NAME,
         policies=policies(),
