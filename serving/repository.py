@@ -71,16 +71,15 @@ class BuildOptions:
     precision: Precision = "fp32"
     """int8 serves the bundle's model.int8.onnx (dynamic quantization) as model.onnx."""
     max_batch_size: int = 64
-    queue_delay_us: int = 2000
+    queue_delay_us: int = 5000
     """Batching window of `sentiment`, where requests of any length merge. Chosen by the sweep in
-    benchmarks/serve.py (serving/README.md)."""
+    benchmarks/serve.py: the fastest setting whose classifier batch at concurrency 8 is >= 4 (README)."""
     classifier_queue_delay_us: int = 0
     """Window of the classifier's own batcher, which merges already-batched calls of the sentiment instances
     only when their lengths match: waiting there buys little (0 on CPU)."""
-    endpoint_instances: int = 1
-    """`sentiment` instances. One: while it waits on the classifier, the next requests gather in its queue,
-    so batches grow with load (measured at concurrency 8, int8: 1 instance 163 req/s, batch 4.4; 2 instances
-    144 req/s, batch 2.8; serving/README.md)."""
+    endpoint_instances: int = 2
+    """`sentiment` instances: two pipeline tokenizing/answering with the classifier's run, and with the
+    window above each still gathers batches (the sweep in serving/README.md)."""
     instances: int = 1
     """Classifier instances. One per node on CPU: its ORT threads already take every core."""
     intra_op_threads: int = 0
