@@ -137,24 +137,21 @@ def batch_loader(
 ) -> Iterator[dict[str, Any]]:
     """Batches ``start..`` of this epoch on ``device``, in order.
 
-    On CUDA a DataLoader with 2 workers collates ahead into pinned memory and the host-to-device copy is
-    non-blocking. On CPU, collation is a few microseconds of numpy: worker processes would only compete
-    with the intra-op threads for the same cores, so batches are collated inline.
+    On CUDA two DataLoader workers collate ahead into pinned memory and the host-to-device copy is
+    non-blocking. On CPU the same DataLoader collates in the training process (no workers, no pinning):
+    collation is microseconds of numpy, and worker processes would only compete with the intra-op threads
+    for the same cores.
     """
-    dataset = _Batches(encoded, batches[start:], pad_id, pad_to)
-    if device.type != "cuda":
-        yield from (dataset[k] for k in range(len(dataset)))
-        return
     from torch.utils.data import DataLoader
 
+    cuda = device.type == "cuda"
     loader = DataLoader(
-        dataset,
+        _Batches(encoded, batches[start:], pad_id, pad_to),
         batch_size=None,  # items are whole batches already
         shuffle=False,
-        num_workers=2,
-        pin_memory=True,
-        prefetch_factor=4,
-        persistent_workers=False,
+        num_workers=2 if cuda else 0,
+        pin_memory=cuda,
+        prefetch_factor=4 if cuda else None,
     )
     for batch in loader:
-        yield {k: t.to(device, non_blocking=True) for k, t in batch.items()}
+        yield {k: t.to(device, non_blocking=True) for k, t in batch.items()} if cuda else batch

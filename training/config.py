@@ -175,6 +175,8 @@ class RunConfig:
     """Pad each batch to its longest row instead of data.max_length."""
     length_bucketing: bool = False
     """Group rows of similar length into batches (less padding; order still seeded)."""
+    bucket_window: int = 50
+    """Length bucketing sorts windows of this many batches of the shuffled order: wider, less padding."""
     eval_every_steps: int | None = None
     """Validate every N optimizer steps (None: at the end of each epoch)."""
     early_stopping_metric: Metric = "accuracy"
@@ -214,6 +216,7 @@ class RunConfig:
         _positive("eval_every_steps", self.eval_every_steps, allow_none=True)
         _positive("patience", self.patience, allow_none=True)
         _positive("log_every_steps", self.log_every_steps)
+        _positive("bucket_window", self.bucket_window)
         _positive("cpu_threads", self.cpu_threads, allow_none=True)
         for name, allowed in (
             ("precision", ("fp32", "bf16")),

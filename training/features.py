@@ -93,12 +93,13 @@ def epoch_batches(
     rank: int = 0,
     world_size: int = 1,
     lengths: np.ndarray | None = None,
+    window_batches: int = 50,
 ) -> list[list[int]]:
     """This rank's batches of row indices for one epoch.
 
     Order comes from torch's DistributedSampler seeded with (seed, epoch), so every rank
     agrees on the permutation and takes its own share; with ``lengths`` the shuffled order
-    is cut into windows of 50 batches, each sorted by length, and the resulting batches
+    is cut into windows of ``window_batches`` batches, each sorted by length, and the resulting batches
     are shuffled again with the same generator (bucketing without a fixed batch order).
     """
     import torch
@@ -111,7 +112,7 @@ def epoch_batches(
     sampler.set_epoch(epoch)
     order = list(sampler)
     if lengths is not None:
-        window = batch_size * 50
+        window = batch_size * window_batches
         chunks = [order[i : i + window] for i in range(0, len(order), window)]
         order = [i for chunk in chunks for i in sorted(chunk, key=lambda j: int(lengths[j]))]
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

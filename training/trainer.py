@@ -291,6 +291,7 @@ def _loop(
             rank=dist.rank,
             world_size=dist.world_size,
             lengths=lengths,
+            window_batches=config.bucket_window,
         )
         loader = accel.batch_loader(
             train, batches, state.batch_in_epoch, pad_id=pad_id, pad_to=pad_to, device=dist.device
