@@ -1,6 +1,6 @@
 """Smoke test of a running server (`python -m serving check`): exits non-zero on a wrong answer.
 
-Checks, in order: the ensemble is ready; every answer has a known label and probabilities that sum
+Checks, in order: the endpoint is ready; every answer has a known label and probabilities that sum
 to 1; with --bundle, the answers equal the bundle's ONNX model run locally with the Hugging Face
 tokenizer (the training path) within atol, label for label; each --expect TEXT=LABEL holds; a bad
 input (an empty text) gets a per-request error and the next good request is still answered.

@@ -1,4 +1,4 @@
-"""Client for the `sentiment` ensemble over tritonclient HTTP or gRPC.
+"""Client for the `sentiment` endpoint over tritonclient HTTP or gRPC.
 
     client = SentimentClient("127.0.0.1:8000")            # HTTP
     client = SentimentClient("127.0.0.1:8001", protocol="grpc")
