@@ -165,23 +165,6 @@ def _refs(mapping: frameworks.Mapping, rule: str) -> str:
     )
 
 
-def framework_rows(report: Report, key: str) -> list[tuple[str, list[str], str, int, int, int]]:
-    """(reference, rules, status, failing, waived, passing) for one framework."""
-    refs: dict[str, list[str]] = {}
-    for rule in BY_NAME:
-        for ref in report.mapping.references(rule, key):
-            refs.setdefault(ref, []).append(rule)
-    rows = []
-    for ref in sorted(refs, key=_natural):
-        cs = [c for rule in refs[ref] for c in report.controls[rule].values()]
-        failing = sum(len(c.failing) for c in cs)
-        waived = sum(len(c.waived) for c in cs)
-        passing = sum(len(c.passing) for c in cs)
-        status = "fail" if failing else "waived" if waived else "pass"
-        rows.append((ref, refs[ref], status, failing, waived, passing))
-    return rows
-
-
 def stack_framework_matrix(report: Report) -> list[tuple[str, dict[str, tuple[int, int]]]]:
     """Per stack, per framework: (references with an unwaived finding, references mapped)."""
     rows = []

@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from policies import analyze, frameworks
-from policies.evidence import Report, _enforcement, _refs, _short, framework_rows, stack_framework_matrix
+from policies.evidence import Report, _enforcement, _refs, _short, stack_framework_matrix
 from policies.rules import ALL_RULES
 from policies.writers import signoff
 
@@ -56,12 +56,20 @@ def render_html(report: Report) -> str:
             f"<h3>{_e(fw.name)} ({_e(fw.version)})</h3><p><a href='{_e(fw.reference)}'>{_e(fw.reference)}</a></p>"
         )
         out.append(
-            "<table><tr><th>reference</th><th>rules</th><th>status</th><th>failing</th><th>waived</th><th>passing</th></tr>"
+            "<table><tr><th>reference</th><th>title</th><th>rules (why)</th><th>status</th><th>evaluated</th>"
+            "<th>failing</th><th>waived</th><th>undetermined</th></tr>"
         )
-        for ref, rules, status, failing, waived, passing in framework_rows(report, key):
-            links = ", ".join(f"<a href='#{_e(r)}'>{_e(r)}</a>" for r in rules)
+        for row in signoff.reference_rows(report, key):
+            links = "<br>".join(
+                f"<a href='#{_e(r)}'>{_e(r)}</a> ({_e(why)})" for r, why in row["why"].items()
+            )
+            on = ", ".join(_e(_short(u)) for u in row["evaluated"])
+            status = row["status"]
             out.append(
-                f"<tr><td>{_e(ref)}</td><td>{links}</td><td class='{status}'>{status}</td><td>{failing}</td><td>{waived}</td><td>{passing}</td></tr>"
+                f"<tr><td>{_e(row['ref'])}</td><td>{_e(row['title'])}</td><td>{links}</td>"
+                f"<td class='{'fail' if status == 'fail' else 'pass' if status == 'pass' else 'waived'}'>{_e(status)}</td>"
+                f"<td><details><summary>{len(row['evaluated'])}</summary>{on}</details></td>"
+                f"<td>{row['failing']}</td><td>{row['waived']}</td><td>{row['undetermined']}</td></tr>"
             )
         out.append("</table>")
     out.append("<h2>Controls</h2>")
