@@ -2,17 +2,19 @@
 the target. Pure (no Pulumi): `serving/autoscale.py` (the local signal and its measurement) and the infra
 (Prometheus scrape interval, prometheus-adapter rule, HPA target, KEDA query) both import it.
 
-The signal is the mean queue time per request of the `classifier` model, per pod, in microseconds:
+The signal is the mean queue time per request of the `sentiment` endpoint model, per pod, in microseconds:
 Triton's counters are cumulative (`nv_inference_queue_duration_us` sums the microseconds requests spent
 queued, `nv_inference_request_success` and `_failure` count the requests that finished), so the mean over
-a window is the ratio of their rates. Only the classifier counts: the ensemble and its tokenizer steps
-report queue times of their own that do not mean "too few replicas", and pooling them dilutes the signal.
+a window is the ratio of their rates. Only the endpoint counts: requests wait in its batcher (it takes texts
+of any length, so the queue forms there), and the classifier it calls gets one merged call per endpoint
+execution, so the classifier's own queue stays near zero even when the server saturates (serving/README.md,
+"Autoscaling signal": 3.3 ms measured there under a saturating load). Pooling models dilutes the signal.
 
 Consistency: Prometheus's `rate()` needs at least two samples in its window and is robust with four or
 more, so the window is derived from the scrape interval (WINDOW_S = SAMPLES_PER_WINDOW x interval) rather
 than chosen separately. The target comes from serving's measurement (serving/README.md, "Autoscaling
-signal"): queue time is ~2 ms (the batching window) while one replica keeps up and 65-823 ms once it
-saturates; 20 ms sits an order of magnitude above the first and below every saturated value.
+signal"): queue time is the batching window (0-10 ms) while one replica keeps up and jumps by two orders
+of magnitude once it saturates; 20 ms sits above the first and below every saturated value.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Any
 QUEUE_METRIC = "nv_inference_queue_duration_us"
 SUCCESS_METRIC = "nv_inference_request_success"
 FAILURE_METRIC = "nv_inference_request_failure"
-# The model whose queue is the bottleneck (the ONNX classifier; see module docstring).
-HPA_MODEL = "classifier"
+# The model whose queue is the bottleneck (the `sentiment` endpoint, serving.repository.ENDPOINT).
+HPA_MODEL = "sentiment"
 # The custom-metrics API name the Prometheus adapter serves and the HPA asks for.
 HPA_METRIC = "triton_queue_time_per_request_us"
 # Queue time per request (microseconds) above which the HPA adds replicas.

@@ -209,7 +209,7 @@ def test_hpa_scales_on_queue_time_within_the_configured_bounds(plans: dict[str, 
     }
     # Serving measured saturation at 65-823 ms of queue per request and 2 ms while keeping up.
     assert metric["pods"]["target"]["averageValue"] == "20000"
-    # The adapter rule that serves the metric is declared in the same stack: the classifier only, every
+    # The adapter rule that serves the metric is declared in the same stack: the endpoint model only, every
     # finished request in the denominator, a window of four scrapes (the scrape interval is 15 s).
     adapter = p.one("kubernetes:helm.sh/v3:Release", "-prometheus-adapter")["inputs"]
     (rule,) = adapter["values"]["rules"]["custom"]
@@ -218,9 +218,9 @@ def test_hpa_scales_on_queue_time_within_the_configured_bounds(plans: dict[str, 
         "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
         "name": {"matches": "^nv_inference_queue_duration_us$", "as": "triton_queue_time_per_request_us"},
         "metricsQuery": (
-            'sum by (<<.GroupBy>>)(rate(nv_inference_queue_duration_us{model="classifier",<<.LabelMatchers>>}[1m]))'
+            'sum by (<<.GroupBy>>)(rate(nv_inference_queue_duration_us{model="sentiment",<<.LabelMatchers>>}[1m]))'
             " / clamp_min(sum by (<<.GroupBy>>)(rate({__name__=~"
-            '"nv_inference_request_success|nv_inference_request_failure",model="classifier",<<.LabelMatchers>>}'
+            '"nv_inference_request_success|nv_inference_request_failure",model="sentiment",<<.LabelMatchers>>}'
             "[1m])), 0.001)"
         ),
     }

@@ -251,11 +251,11 @@ def test_azure_roles_follow_the_access_table() -> None:
     )
 
 
-def test_hpa_query_is_the_classifiers_per_pod_mean_over_every_finished_request() -> None:
+def test_hpa_query_is_the_endpoints_per_pod_mean_over_every_finished_request() -> None:
     assert autoscaling.per_pod_queue_time() == (
-        'sum by (pod)(rate(nv_inference_queue_duration_us{model="classifier"}[1m])) / '
+        'sum by (pod)(rate(nv_inference_queue_duration_us{model="sentiment"}[1m])) / '
         'clamp_min(sum by (pod)(rate({__name__=~"nv_inference_request_success|nv_inference_request_failure",'
-        'model="classifier"}[1m])), 0.001)'
+        'model="sentiment"}[1m])), 0.001)'
     )
     rule = autoscaling.adapter_rule()
     assert rule["name"]["as"] == "triton_queue_time_per_request_us"
@@ -270,7 +270,7 @@ def test_the_rate_window_holds_four_scrapes_and_the_target_is_servings_measureme
     assert autoscaling.HPA_TARGET_QUEUE_US == 20_000
     from serving import autoscale
 
-    assert (autoscale.HPA_TARGET_QUEUE_US, autoscale.HPA_MODEL) == (20_000, "classifier")
+    assert (autoscale.HPA_TARGET_QUEUE_US, autoscale.HPA_MODEL) == (20_000, "sentiment")
     assert "[1m]" in autoscale.PROMQL_QUEUE_US_PER_REQUEST
 
 

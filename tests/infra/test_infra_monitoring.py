@@ -427,7 +427,7 @@ def test_amtool_accepts_the_alertmanager_config_infra_renders(pager: bool, tmp_p
     assert receivers == ({"email", "pagerduty", "opsgenie"} if pager else {"email"})
 
 
-def test_staging_and_prod_pin_alertmanager_by_digest() -> None:
+def test_staging_and_prod_pin_alertmanager_by_digest(plans: dict[str, Plan]) -> None:
     from test_infra_config import raw
 
     values = copy.deepcopy(raw("staging"))
@@ -435,9 +435,9 @@ def test_staging_and_prod_pin_alertmanager_by_digest() -> None:
     with pytest.raises(config.ConfigError, match="pins images by digest") as err:
         config.parse(values, stack="staging")
     assert err.value.key == "monitoring.alertmanagerImage"
-    image = named_k8s(
-        Plan(planner.run(planner.load_stack("prod"), {})), "kubernetes:apps/v1:StatefulSet", "alertmanager"
-    )["spec"]["template"]["spec"]["containers"][0]["image"]
+    image = named_k8s(plans["prod"], "kubernetes:apps/v1:StatefulSet", "alertmanager")["spec"]["template"][
+        "spec"
+    ]["containers"][0]["image"]
     assert image == "quay.io/prometheus/alertmanager:v0.28.1@sha256:" + "0" * 64
 
 

@@ -21,7 +21,7 @@ def test_keda_scaled_object_replaces_the_hpa_in_dev() -> None:
     prometheus, cron = spec["triggers"]
     assert prometheus["type"] == "prometheus"
     # The HPA's query with the deployment's pods filled in, averaged: one number for KEDA.
-    matchers = 'model="classifier",namespace="serving",pod=~"triton-.*"'
+    matchers = 'model="sentiment",namespace="serving",pod=~"triton-.*"'
     assert prometheus["metadata"]["query"] == (
         f"avg(sum by (pod)(rate(nv_inference_queue_duration_us{{{matchers}}}[1m])) / clamp_min(sum by (pod)"
         f'(rate({{__name__=~"nv_inference_request_success|nv_inference_request_failure",{matchers}}}[1m])), 0.001))'
