@@ -87,6 +87,7 @@ def analyze_plan(
     *,
     pack_dir: Path = PACK_DIR,
     as_cli: bool = False,
+    dry_run: bool = True,
 ) -> StackResult:
     """One Analyzer session over a plan (see policies.process.start_pack for pack_dir and as_cli)."""
     import grpc
@@ -95,7 +96,7 @@ def analyze_plan(
     from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
 
     overrides = overrides or {}
-    with start_pack(plan, python, pack_dir=pack_dir, as_cli=as_cli) as pack:
+    with start_pack(plan, python, pack_dir=pack_dir, as_cli=as_cli, dry_run=dry_run) as pack:
         channel = grpc.insecure_channel(
             f"127.0.0.1:{pack.port}", options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)]
         )
@@ -131,7 +132,7 @@ def analyze_plan(
             tags = {"environment": plan.environment} if plan.environment else {}
             stub.ConfigureStack(
                 pb.AnalyzerStackConfigureRequest(
-                    stack=plan.stack, project=plan.project, dry_run=True, tags=tags
+                    stack=plan.stack, project=plan.project, dry_run=dry_run, tags=tags
                 )
             )
             policies = [_policy_info(p, config) for p in info.policies]

@@ -54,19 +54,25 @@ class PackProcess:
 
 @contextmanager
 def start_pack(
-    plan: Plan, python: Path | None = None, *, pack_dir: Path = PACK_DIR, as_cli: bool = False
+    plan: Plan,
+    python: Path | None = None,
+    *,
+    pack_dir: Path = PACK_DIR,
+    as_cli: bool = False,
+    dry_run: bool = True,
 ) -> Iterator[PackProcess]:
     """Start the pack the way the CLI does and yield its port; always kill it afterwards.
 
     `as_cli=True` leaves out the offline gate's switch, so the pack behaves as under
     `pulumi preview --policy-pack` (undetermined checks and waived findings advisory, waivers applied by
-    the pack itself). `pack_dir` runs another copy of the pack (the publish test)."""
+    the pack itself); `dry_run=False` with it is the CLI's update-time run (`pulumi up`). `pack_dir` runs
+    another copy of the pack (the publish test)."""
     python = python or pack_python()
     env = {
         **os.environ,
         "PULUMI_PROJECT": plan.project,
         "PULUMI_STACK": plan.stack,
-        "PULUMI_DRY_RUN": "true",
+        "PULUMI_DRY_RUN": "true" if dry_run else "false",
         # The CLI hands the pack the stack's config; the environment is the part the rules read.
         "PULUMI_CONFIG": json.dumps(
             {f"{plan.project}:environment": plan.environment} if plan.environment else {}

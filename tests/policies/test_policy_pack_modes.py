@@ -151,3 +151,13 @@ def test_published_pack_under_the_cli_applies_waivers_and_relaxes_preview(
     waived = found[("network-no-open-ingress", "waived-sg", "advisory")]
     assert waived.startswith("waived (waiver #1 by ENS officer <ens@example.eu>, until ")
     assert "0.0.0.0/0" in found[("network-no-open-ingress", "open-sg", "mandatory")]
+
+
+def test_update_time_run_under_the_cli_blocks_on_what_is_still_unknown(
+    published: Path, pack_python: Path
+) -> None:
+    """`pulumi up` sends known values; a value still unknown then is a real gap: the policy's own level."""
+    plan = plan_from_dict(_mutant("dev", "dev"))
+    result = analyze_plan(plan, python=pack_python, pack_dir=published, as_cli=True, dry_run=False)
+    tls = [v for v in result.violations if v["policy"] == "s3-bucket-tls-only"]
+    assert [(v["enforcement"], v["undetermined"]) for v in tls] == [("mandatory", True)]
