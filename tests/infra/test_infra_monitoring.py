@@ -480,3 +480,28 @@ def test_gcp_alerts_on_triton_restarts_by_email(plans: dict[str, Plan]) -> None:
     ]
     assert [c["inputs"]["labels"] for c in channels] == [{"email_address": "ml-platform-finops@example.com"}]
     assert len(policy["notificationChannels"]) == 1
+
+
+@pytest.mark.parametrize("stack", ["dev", "gcp-dev", "azure-dev"])
+def test_the_drift_job_and_alertmanager_reach_only_what_they_need(plans: dict[str, Plan], stack: str) -> None:
+    p = plans[stack]
+    policies = {
+        (r["inputs"]["metadata"]["namespace"], r["inputs"]["metadata"]["name"]): r["inputs"]["spec"]
+        for r in p.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    }
+    assert policies[("drift", "default-deny")] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    drift = policies[("drift", "drift")]
+    assert drift["policyTypes"] == ["Egress"]
+    ports = [[(x["protocol"], x["port"]) for x in rule["ports"]] for rule in drift["egress"]]
+    identity = {
+        "aws": [[("TCP", 80.0)]],
+        "gcp": [[("TCP", 80.0)], [("TCP", 988.0)]],
+        "azure": [],
+    }[p["cloud"]]
+    assert ports == [[("UDP", 53.0), ("TCP", 53.0)], *identity, [("TCP", 443.0)], [("TCP", 9091.0)]]
+    assert drift["egress"][-1]["to"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    am = policies[("monitoring", "alertmanager")]
+    assert am["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"port": 9093.0, "protocol": "TCP"}]}]
+    assert [(x["protocol"], x["port"]) for x in am["egress"][-1]["ports"]] == [("TCP", 443.0), ("TCP", 587.0)]
