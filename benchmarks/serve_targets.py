@@ -21,12 +21,20 @@ def evaluate_targets(result: dict[str, Any]) -> dict[str, Any]:
             # What the rate becomes on dedicated cores: it barely moves when other jobs share the machine.
             "cpu_time_ratio": round(torch8["cpu_ms_per_text"] / triton8["cpu_ms_per_text"], 2),
         }
+        limit = result.get("onnxruntime_limit", {}).get(precision)
+        if limit:
+            # Even a zero-overhead server cannot beat the raw engine: the ratio the hardware allows.
+            status[name]["cpu_time_ratio_at_the_engine_limit"] = round(
+                torch8["cpu_ms_per_text"] / limit["cpu_ms_per_text"], 2
+            )
     p99 = at(result["triton_int8"], 8)["p99_ms"]
     status["triton_p99_ms_at_c8"] = {
         "target": f"<= {TARGETS['triton_p99_ms_at_c8']} ms (int8, concurrency 8)",
         "measured": p99,
         "met": p99 <= TARGETS["triton_p99_ms_at_c8"],
         "fp32": at(result["triton_fp32"], 8)["p99_ms"],
+        # Latency on shared cores depends on the load average as much as on the server.
+        "load_average": result.get("load_average"),
     }
     # Triton's CPU per text (server process tree) vs raw ORT's (tokenize + run + softmax) on the same batches.
     overhead: dict[str, dict[str, float]] = {}
