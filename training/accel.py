@@ -142,6 +142,7 @@ def batch_loader(
     collation is microseconds of numpy, and worker processes would only compete with the intra-op threads
     for the same cores.
     """
+    import torch
     from torch.utils.data import DataLoader
 
     cuda = device.type == "cuda"
@@ -152,6 +153,9 @@ def batch_loader(
         num_workers=2 if cuda else 0,
         pin_memory=cuda,
         prefetch_factor=4 if cuda else None,
+        # Its own generator: creating the iterator would otherwise draw a seed from the global RNG, and a
+        # resumed run (one more iterator, mid-epoch) would get different dropout masks than an uninterrupted one.
+        generator=torch.Generator(),
     )
     for batch in loader:
         yield {k: t.to(device, non_blocking=True) for k, t in batch.items()} if cuda else batch
