@@ -11,6 +11,7 @@ from .. import enforcement
 from . import (
     alerting,
     audit,
+    ci_identity,
     cluster,
     cost,
     data_flows,
@@ -38,6 +39,7 @@ ALL_RULES: tuple[Rule, ...] = (
     *network.RULES,
     *data_lifecycle.RULES,
     *iam.RULES,
+    *ci_identity.RULES,
     *cluster.RULES,
     *gpu.RULES,
     *workload.RULES,

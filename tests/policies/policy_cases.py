@@ -295,7 +295,8 @@ CASES: list[Case] = [
                         "Action": "sts:AssumeRoleWithWebIdentity",
                         "Condition": {
                             "StringEquals": {
-                                "token.actions.githubusercontent.com:sub": "repo:acme/ml:ref:refs/heads/main"
+                                "token.actions.githubusercontent.com:sub": "repo:acme/ml:ref:refs/heads/main",
+                                "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
                             }
                         },
                     }
@@ -709,5 +710,108 @@ CASES += [
             {"network": fx.UNKNOWN, "allows": [{"protocol": "tcp"}], "sourceRanges": [fx.UNKNOWN]},
         ),
         {("network-no-open-ingress", "allow-ssh?")},
+    ),
+]
+
+
+GITHUB = "token.actions.githubusercontent.com"
+
+
+def trust(sub: str | None, aud: str | None = "sts.amazonaws.com") -> str:
+    cond: dict[str, Any] = {"StringEquals": {}}
+    if sub:
+        cond["StringEquals"][f"{GITHUB}:sub"] = sub
+    if aud:
+        cond["StringEquals"][f"{GITHUB}:aud"] = aud
+    return doc(
+        {
+            "Effect": "Allow",
+            "Principal": {"Federated": f"arn:aws:iam::111122223333:oidc-provider/{GITHUB}"},
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": cond,
+        }
+    )
+
+
+FIC = "azure-native:managedidentity:FederatedIdentityCredential"
+WIP = "gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider"
+
+CASES += [
+    (
+        "ci-aws-pinned-ok",
+        fx.aws_stack,
+        add("aws:iam/role:Role", "ci-deploy", {"assumeRolePolicy": trust("repo:acme/ml:environment:prod")}),
+        set(),
+    ),
+    (
+        "ci-aws-wildcard-sub",
+        fx.aws_stack,
+        add("aws:iam/role:Role", "ci-deploy", {"assumeRolePolicy": trust("repo:acme/*")}),
+        {("ci-oidc-subject-pinned", "ci-deploy")},
+    ),
+    (
+        "ci-aws-no-sub",
+        fx.aws_stack,
+        add("aws:iam/role:Role", "ci-deploy", {"assumeRolePolicy": trust(None)}),
+        {("ci-oidc-subject-pinned", "ci-deploy")},
+    ),
+    (
+        "ci-gcp-unscoped-provider",
+        fx.gcp_stack,
+        add(
+            WIP,
+            "github",
+            {
+                "workloadIdentityPoolId": "ci",
+                "workloadIdentityPoolProviderId": "github",
+                "oidc": {"issuerUri": f"https://{GITHUB}"},
+            },
+        ),
+        {("ci-oidc-subject-pinned", "github")},
+    ),
+    (
+        "ci-gcp-scoped-ok",
+        fx.gcp_stack,
+        add(
+            WIP,
+            "github",
+            {
+                "workloadIdentityPoolId": "ci",
+                "workloadIdentityPoolProviderId": "github",
+                "oidc": {"issuerUri": f"https://{GITHUB}"},
+                "attributeCondition": "assertion.repository == 'acme/ml'",
+            },
+        ),
+        set(),
+    ),
+    (
+        "ci-azure-wildcard-subject",
+        fx.azure_stack,
+        add(
+            FIC,
+            "github-deploy",
+            {
+                "resourceName": "ci",
+                "issuer": f"https://{GITHUB}",
+                "subject": "repo:acme/ml:*",
+                "audiences": ["api://AzureADTokenExchange"],
+            },
+        ),
+        {("ci-oidc-subject-pinned", "github-deploy")},
+    ),
+    (
+        "ci-azure-pinned-ok",
+        fx.azure_stack,
+        add(
+            FIC,
+            "github-deploy",
+            {
+                "resourceName": "ci",
+                "issuer": f"https://{GITHUB}",
+                "subject": "repo:acme/ml:environment:prod",
+                "audiences": ["api://AzureADTokenExchange"],
+            },
+        ),
+        set(),
     ),
 ]
