@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import yaml
@@ -292,7 +293,7 @@ def _source_recorder(sources: dict[tuple[str, str], dict[str, Any]]) -> Any:
     infra_dir, this = Path(__file__).resolve().parent, Path(__file__).resolve()
 
     def record(args: Any) -> None:
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             path = Path(frame.f_code.co_filename).resolve()
             if path != this and path.is_relative_to(infra_dir):
