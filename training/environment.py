@@ -150,12 +150,25 @@ GIT_REVISION = _declare(
     None,
     "Source revision recorded in the export bundle's metadata where the image has no .git (set at image build).",
 )
+TRAINING_TUNE_STORAGE = _declare(
+    "TRAINING_TUNE_STORAGE",
+    str,
+    None,
+    "Optuna storage URL for `python -m training tune` when --storage is not given (default sqlite in the study folder).",
+)
 # --- set by torchrun / clouds, read through -----------------------------------------------
 RANK = _declare("RANK", int, 0, "Global rank (set by torchrun).", external=True)
 LOCAL_RANK = _declare("LOCAL_RANK", int, 0, "Rank on this node (set by torchrun).", external=True)
 WORLD_SIZE = _declare("WORLD_SIZE", int, 1, "Number of processes (set by torchrun).", external=True)
 LOCAL_WORLD_SIZE = _declare(
     "LOCAL_WORLD_SIZE", int, 1, "Processes on this node (set by torchrun).", external=True
+)
+JOB_COMPLETION_INDEX = _declare(
+    "JOB_COMPLETION_INDEX",
+    str,
+    None,
+    "Pod index of a Kubernetes Indexed Job (set by Kubernetes); the tuning worker id when --worker is not given.",
+    external=True,
 )
 TORCH_NCCL_ASYNC_ERROR_HANDLING = _declare(
     "TORCH_NCCL_ASYNC_ERROR_HANDLING",
