@@ -130,16 +130,37 @@ def check_admin(r: Resource, ctx: Context) -> Iterator[str]:
             if isinstance(arn, str) and ADMIN_POLICY_ARNS.match(arn):
                 yield f"managedPolicyArns includes {arn.rsplit('/', 1)[-1]}: use a scoped policy."
     if gcp_iam_type(r.type):
+        role = get(r.inputs, "role")
+        if isinstance(role, str) and role in GCP_BASIC_ROLES and not gcp_members(r):
+            # A basic role is too broad whoever gets it, even a member unknown at preview.
+            yield f"basic role {role} granted: use a predefined or custom role with only the needed permissions."
         for role, member in gcp_members(r):
             if role in GCP_BASIC_ROLES:
                 yield f"basic role {role} granted to {member}: use a predefined or custom role with only the needed permissions."
     if r.type == "azure-native:authorization:RoleAssignment":
-        role_id = str(get(r.inputs, "roleDefinitionId") or "").rsplit("/", 1)[-1].lower()
-        scope = get(r.inputs, "scope")
-        if role_id in AZURE_PRIVILEGED and isinstance(scope, str) and _SUBSCRIPTION_SCOPE.match(scope):
-            yield f"{AZURE_PRIVILEGED[role_id]} at subscription/management-group scope {scope}: assign a narrower role on the resource group or resource."
+        yield from _azure_assignment(r)
     if K8S_BINDINGS(r.type) and get(r.inputs, "roleRef.name") == "cluster-admin":
         yield "binds cluster-admin: bind a Role with the verbs and resources the subject needs."
+
+
+def _azure_assignment(r: Resource) -> Iterator[str]:
+    """Owner/Contributor/User Access Administrator at subscription, management-group or resource-group
+    scope. A known non-privileged role is fine at any scope, and any role is fine on a single resource;
+    only what could still be a broad privileged grant is undetermined."""
+    raw_role = get(r.inputs, "roleDefinitionId")
+    scope = get(r.inputs, "scope")
+    role_id = None if is_unknown(raw_role) else str(raw_role or "").rsplit("/", 1)[-1].lower()
+    broad = None if is_unknown(scope) else isinstance(scope, str) and bool(_SUBSCRIPTION_SCOPE.match(scope))
+    if role_id is not None and role_id not in AZURE_PRIVILEGED:
+        return
+    if broad is False:
+        return
+    if role_id is None or broad is None:
+        yield undetermined(
+            "roleDefinitionId or scope is unknown at preview: a privileged role at a broad scope cannot be excluded"
+        )
+        return
+    yield f"{AZURE_PRIVILEGED[role_id]} at subscription/resource-group scope {scope}: assign a narrower role on the resource it needs."
 
 
 def parliament_available() -> bool:

@@ -815,3 +815,44 @@ CASES += [
         set(),
     ),
 ]
+
+CASES += [
+    (
+        "gcp-basic-role-unknown-member",
+        fx.gcp_stack,
+        add(
+            "gcp:projects/iAMMember:IAMMember",
+            "owner",
+            {"project": "p", "role": "roles/owner", "member": fx.UNKNOWN},
+        ),
+        {("iam-no-admin", "owner"), ("gcp-no-public-iam-members", "owner?")},
+    ),
+    (
+        "azure-owner-scope-unknown",
+        fx.azure_stack,
+        add(
+            "azure-native:authorization:RoleAssignment",
+            "owner-somewhere",
+            {
+                "principalId": fx.UNKNOWN,
+                "roleDefinitionId": "/providers/Microsoft.Authorization/roleDefinitions/8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+                "scope": fx.UNKNOWN,
+            },
+        ),
+        {("iam-no-admin", "owner-somewhere?")},
+    ),
+    (
+        "azure-custom-role-on-a-container-ok",
+        fx.azure_stack,
+        add(
+            "azure-native:authorization:RoleAssignment",
+            "writer",
+            {
+                "principalId": fx.UNKNOWN,
+                "roleDefinitionId": fx.UNKNOWN,
+                "scope": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/a/blobServices/default/containers/models",
+            },
+        ),
+        set(),
+    ),
+]
