@@ -85,6 +85,9 @@ def gpu() -> RunConfig:
         length_bucketing=True,
         patience=3,
         precision="bf16",
+        # Compiled before DDP wraps it (training/accel.py); shapes vary with dynamic padding: after the first
+        # recompile torch.compile marks the sequence dimension dynamic instead of compiling per length.
+        compile=True,
         device="cuda",
         quantize=True,
         cloud="aws",
