@@ -184,7 +184,7 @@ class RunConfig:
     patience: int | None = 3
     """Stop after this many validations without improvement (None: never stop early)."""
     precision: Precision = "fp32"
-    """bf16 autocast on CUDA (ignored on CPU, where fp32 is faster on most cores)."""
+    """bf16 autocast: on CUDA, and on CPUs with native bf16 (AVX512-BF16/AMX); elsewhere fp32 (training/accel.py)."""
     compile: bool = False
     """torch.compile the model on CUDA."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
