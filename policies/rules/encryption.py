@@ -20,6 +20,7 @@ from .core import (
     references,
     truthy,
     types,
+    undetermined,
 )
 
 MAX_ROTATION_DAYS = 90
@@ -65,12 +66,16 @@ def _aws(r: Resource) -> Iterator[str]:
     elif r.type == "aws:ec2/launchTemplate:LaunchTemplate":
         for n, bdm in enumerate(as_list(get(i, "blockDeviceMappings"))):
             ebs = get(bdm, "ebs") or {}
-            if not truthy(get(ebs, "encrypted")) and not is_unknown(get(ebs, "encrypted")):
+            if is_unknown(get(ebs, "encrypted")):
+                yield undetermined(f"blockDeviceMappings[{n}].ebs.encrypted is unknown at preview")
+            elif not truthy(get(ebs, "encrypted")):
                 yield f"blockDeviceMappings[{n}].ebs is not encrypted: set encrypted='true' and kmsKeyId."
             elif _missing(get(ebs, "kmsKeyId")):
                 yield f"blockDeviceMappings[{n}].ebs uses the AWS-managed key: set kmsKeyId to the environment's KMS key."
     elif r.type == "aws:ebs/volume:Volume":
-        if get(i, "encrypted") is not True and not is_unknown(get(i, "encrypted")):
+        if is_unknown(get(i, "encrypted")):
+            yield undetermined("encrypted is unknown at preview")
+        elif get(i, "encrypted") is not True:
             yield "EBS volume is not encrypted: set encrypted=True and kmsKeyId to the environment's KMS key."
         elif _missing(get(i, "kmsKeyId")):
             yield "EBS volume uses the AWS-managed key: set kmsKeyId to the environment's KMS key."
@@ -230,17 +235,21 @@ def check_rotation(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     limit = float(ctx.setting("maxRotationDays", MAX_ROTATION_DAYS))
     if r.type == "aws:kms/key:Key":
-        if get(i, "enableKeyRotation") is not True and not is_unknown(get(i, "enableKeyRotation")):
+        if is_unknown(get(i, "enableKeyRotation")) or is_unknown(get(i, "rotationPeriodInDays")):
+            yield undetermined("enableKeyRotation or rotationPeriodInDays is unknown at preview")
+            return
+        if get(i, "enableKeyRotation") is not True:
             yield "KMS key rotation is off: set enableKeyRotation=True."
             return
         days = as_number(get(i, "rotationPeriodInDays"))
-        if days is None and not is_unknown(get(i, "rotationPeriodInDays")):
+        if days is None:
             yield f"KMS key rotates every 365 days (the default): set rotationPeriodInDays<={limit:g}."
         elif days is not None and days > limit:
             yield f"KMS key rotationPeriodInDays={days:g} exceeds {limit:g}."
     elif r.type == "gcp:kms/cryptoKey:CryptoKey":
         period = get(i, "rotationPeriod")
         if is_unknown(period):
+            yield undetermined("rotationPeriod is unknown at preview")
             return
         days = iso_days(period) if isinstance(period, str) else None
         if days is None or days > limit:
@@ -274,9 +283,9 @@ def check_deletion_protection(r: Resource, ctx: Context) -> Iterator[str]:
         if days is not None and days < need:
             yield f"Cloud KMS key destroyScheduledDuration={dur!r}: set it to at least '{int(need * 86400)}s' ({need:g} days)."
     elif r.type == "azure-native:keyvault:Vault":
-        if get(i, "properties.enablePurgeProtection") is not True and not is_unknown(
-            get(i, "properties.enablePurgeProtection")
-        ):
+        if is_unknown(get(i, "properties.enablePurgeProtection")):
+            yield undetermined("properties.enablePurgeProtection is unknown at preview")
+        elif get(i, "properties.enablePurgeProtection") is not True:
             yield "Key Vault purge protection is off: set properties.enablePurgeProtection=True (it cannot be turned off later)."
         if get(i, "properties.enableSoftDelete") is False:
             yield "Key Vault soft delete is off: remove enableSoftDelete=False."
@@ -302,6 +311,9 @@ def wildcard_principals(doc: dict[str, Any]) -> list[str]:
 
 
 def check_key_policy(r: Resource, ctx: Context) -> Iterator[str]:
+    if is_unknown(get(r.inputs, "policy")):
+        yield undetermined("the key policy is unknown at preview")
+        return
     doc = parse_json_document(get(r.inputs, "policy"))
     if doc is None:
         return

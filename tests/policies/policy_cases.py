@@ -856,3 +856,24 @@ CASES += [
         set(),
     ),
 ]
+
+CASES += [
+    (
+        "aws-key-rotation-unknown",
+        fx.aws_stack,
+        edit("aws:kms/key:Key", "data-key", lambda i: i.update(enableKeyRotation=fx.UNKNOWN)),
+        {("kms-key-rotation", "data-key?")},
+    ),
+    (
+        "aws-key-policy-unknown",
+        fx.aws_stack,
+        edit("aws:kms/key:Key", "data-key", lambda i: i.update(policy=fx.UNKNOWN)),
+        {("kms-key-policy-no-wildcard-principal", "data-key?")},
+    ),
+    (
+        "gcp-key-rotation-unknown",
+        fx.gcp_stack,
+        edit("gcp:kms/cryptoKey:CryptoKey", "data-key", lambda i: i.update(rotationPeriod=fx.UNKNOWN)),
+        {("kms-key-rotation", "data-key?")},
+    ),
+]
