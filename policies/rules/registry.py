@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .core import Context, Resource, Rule, get, is_unknown, parse_json_document, types
+from .core import Context, Resource, Rule, get, is_unknown, parse_json_document, types, undetermined
 from .encryption import wildcard_principals
 
 ECR = "aws:ecr/repository:Repository"
@@ -32,17 +32,19 @@ def check_immutable_scanned(r: Resource, ctx: Context) -> Iterator[str]:
 def check_anonymous(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     if r.type == "aws:ecr/repositoryPolicy:RepositoryPolicy":
+        if is_unknown(get(i, "policy")):
+            yield undetermined("the repository policy is unknown at preview")
+            return
         doc = parse_json_document(get(i, "policy"))
         for sid in wildcard_principals(doc or {}):
             yield f"repository policy statement {sid} allows Principal '*': anyone could pull. Name the pulling roles."
     elif r.type == ACR:
+        if is_unknown(get(i, "anonymousPullEnabled")) or is_unknown(get(i, "adminUserEnabled")):
+            yield undetermined("anonymousPullEnabled or adminUserEnabled is unknown at preview")
         if get(i, "anonymousPullEnabled") is True:
             yield "anonymousPullEnabled is True: set it to False."
-        admin = get(i, "adminUserEnabled")
-        if admin is True:
+        if get(i, "adminUserEnabled") is True:
             yield "adminUserEnabled is True (a shared password): set it to False and grant AcrPull to identities."
-        elif admin is None or is_unknown(admin):
-            pass
 
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
