@@ -1,7 +1,7 @@
 """The drift job: Evidently on the training reference vs windows of records, its CLI, JSON and exit codes.
 
 Windows are made the way serving makes records (monitoring.reference.records_for_texts: the bundle's
-tokenizer and ONNX model, the same describe()). Clean windows are drawn from the held-out test split with
+tokenizer and ONNX model, the same describe()). The reference is the whole validation split (held out from fitting); clean windows are drawn from the test split with
 fixed seeds; the shifted window is another domain (Python documentation sentences).
 """
 
@@ -40,7 +40,7 @@ def run_drift(ref: Path | str, cur: Path | str, out: Path, *extra: str) -> subpr
     )  # fmt: skip
 
 
-def test_reference_is_the_training_split_described_like_serving(reference_file: Path) -> None:
+def test_reference_is_the_held_out_validation_split_described_like_serving(reference_file: Path) -> None:
     rows = [json.loads(line) for line in reference_file.read_text().splitlines()]
     assert len(rows) == 2000 and all(tuple(r) == RECORD_FIELDS for r in rows)
     assert all("text" not in r for r in rows) and {r["prediction"] for r in rows} <= {"negative", "positive"}
