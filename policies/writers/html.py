@@ -80,7 +80,8 @@ def render_html(report: Report) -> str:
             f"<li>Regulations: {_e(_refs(m, rule.name))}</li>",
             f"<li>Remediation: {_e(rule.remediation)}</li>",
             f"<li>Documentation: <a href='{_e(rule.url)}'>{_e(rule.url)}</a></li></ul>",
-            "<table><tr><th>stack</th><th>status</th><th>failing</th><th>waived</th><th>passing</th></tr>",
+            "<table><tr><th>stack</th><th>status</th><th>evaluated</th><th>failing</th><th>undetermined</th>"
+            "<th>waived</th><th>passing</th></tr>",
         ]
         for stack, c in report.controls[rule.name].items():
             failing_html = "<br>".join(
@@ -92,9 +93,15 @@ def render_html(report: Report) -> str:
                 f"{_e(v['waiver']['expires'])}: {_e(v['waiver']['justification'])})"
                 for v in c.waived
             )
+            undetermined_html = "<br>".join(
+                f"{_e(_short(v['urn']))} ({_e(v['enforcement'])}): {_e(v['message'].splitlines()[0])}"
+                for v in c.undetermined
+            )
             passing_html = ", ".join(_e(_short(u)) for u in c.passing)
+            status = c.status + (f" ({c.not_applicable})" if c.not_applicable else "")
             out.append(
-                f"<tr><td>{_e(stack)}</td><td class='{c.status}'>{c.status}</td><td>{failing_html}</td><td>{waived_html}</td>"
+                f"<tr><td>{_e(stack)}</td><td class='{c.status}'>{_e(status)}</td><td>{len(c.evaluated)}</td>"
+                f"<td>{failing_html}</td><td>{undetermined_html}</td><td>{waived_html}</td>"
                 f"<td><details><summary>{len(c.passing)}</summary>{passing_html}</details></td></tr>"
             )
         out.append("</table>")
