@@ -19,6 +19,40 @@ from training.tracking import Tracker
 log = logging.getLogger("training")
 
 
+def score_best(
+    config: RunConfig,
+    dist: distributed.Dist,
+    raw_model: Any,
+    encoded: dict[str, Any],
+    pad_id: int,
+    autocast: Any,
+    store: ckpt.Store,
+    state: State,
+) -> tuple[ckpt.Loaded | None, dict[str, dict[str, float]]]:
+    """Load the recorded best weights (training/checkpoint.py: recorded_best) and score validation and test."""
+    from training import state as state_mod
+    from training.evaluate import predict
+
+    best = ckpt.recorded_best(store, state.best_step)
+    if best is not None:
+        raw_model.load_state_dict(state_mod.torch_load(best.files["model.pt"]))
+    results = {
+        split: metrics.scores(
+            encoded[split].labels,
+            predict(
+                raw_model,
+                encoded[split],
+                batch_size=config.eval_batch_size,
+                pad_id=pad_id,
+                dist=dist,
+                autocast=autocast,
+            ),
+        )
+        for split in ("validation", "test")
+    }
+    return best, results
+
+
 def finish(
     config: RunConfig,
     output: Path,

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from training import accel, data, distributed, features, metrics, preemption, report
+from training import accel, data, distributed, features, preemption, report
 from training import checkpoint as ckpt
 from training import environment as env
 from training import state as state_mod
 from training.config import RunConfig
 from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted, StorageUnavailable
-from training.evaluate import predict, validate
+from training.evaluate import validate
 from training.model import build_model, load_tokenizer
 from training.state import State
 from training.tracking import Tracker
@@ -202,23 +202,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
             watcher.close()
 
     # --- best model, final metrics, artifacts -----------------------------------------------
-    best = ckpt.recorded_best(store, state.best_step)
-    if best is not None:
-        raw_model.load_state_dict(state_mod.torch_load(best.files["model.pt"]))
-    results = {
-        split: metrics.scores(
-            encoded[split].labels,
-            predict(
-                raw_model,
-                encoded[split],
-                batch_size=config.eval_batch_size,
-                pad_id=pad_id,
-                dist=dist,
-                autocast=autocast,
-            ),
-        )
-        for split in ("validation", "test")
-    }
+    best, results = report.score_best(config, dist, raw_model, encoded, pad_id, autocast, store, state)
     if not dist.is_main:
         return EXIT_OK
     return report.finish(
