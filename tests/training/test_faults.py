@@ -57,7 +57,7 @@ def _wait(predicate, procs: list[subprocess.Popen], what: str, timeout: float = 
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("offset_s", [1.0, 2.5, 5.0, 9.0])
+@pytest.mark.parametrize("offset_s", [1.0, 3.0, 8.0])
 def test_sigterm_at_any_moment_after_start_exits_75(tmp_path: Path, offset_s: float) -> None:
     """Imports (~1-5 s), data and model loading (~5-10 s) or the loop: the pod always ends in 75."""
     proc = subprocess.Popen(
@@ -148,7 +148,7 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_DEFAULT_REGION="eu-south-2",
-        TRAINING_STORAGE_RETRY_S="8",
+        TRAINING_STORAGE_RETRY_S="5",
     )
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
