@@ -115,7 +115,45 @@ def _internal(annotations: Any, table: dict[str, str]) -> bool:
     return any(str(annotations.get(k, "")).lower() == v for k, v in table.items())
 
 
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _chart_services(values: Any, path: str = "values") -> Iterator[tuple[str, Any]]:
+    """(path, block) of every `service`/`ingress`-like block in a chart's values (charts name them
+    `service`, `server.service`, `<component>.ingress`, ...)."""
+    if isinstance(values, dict):
+        for key, value in values.items():
+            where = f"{path}.{key}"
+            if isinstance(value, dict) and (key.lower().endswith("service") or key.lower() == "ingress"):
+                yield where, value
+            yield from _chart_services(value, where)
+    elif isinstance(values, list):
+        for n, item in enumerate(values):
+            yield from _chart_services(item, f"{path}[{n}]")
+
+
+def _check_chart(r: Resource) -> Iterator[str]:
+    """Services and Ingresses a chart will create, as far as its values say (what the chart renders
+    by default is not visible at plan time: see the report's limitations)."""
+    for where, block in _chart_services(get(r.inputs, "values")):
+        annotations = block.get("annotations")
+        if where.lower().endswith("ingress"):
+            if truthy(block.get("enabled")) and not _internal(annotations, INTERNAL_INGRESS):
+                yield f"{where}.enabled without an internal annotation exposes the chart to the internet: set the cloud's internal ingress annotation."
+            continue
+        kind = block.get("type")
+        if is_unknown(kind):
+            yield undetermined(f"{where}.type is unknown at preview")
+        elif kind == "NodePort":
+            yield f"{where}.type=NodePort opens a port on every node: use ClusterIP."
+        elif kind == "LoadBalancer" and not _internal(annotations, INTERNAL_LB):
+            yield f"{where}.type=LoadBalancer without an internal annotation gets an internet-facing load balancer: add the cloud's internal annotation or use ClusterIP."
+
+
 def check_k8s_exposure(r: Resource, ctx: Context) -> Iterator[str]:
+    if r.type == HELM_RELEASE:
+        yield from _check_chart(r)
+        return
     annotations = get(r.inputs, "metadata.annotations")
     if is_unknown(annotations):
         yield undetermined("metadata.annotations are unknown at preview")
@@ -186,14 +224,14 @@ RULES = (
     ),
     Rule(
         name="k8s-no-public-service",
-        description="Kubernetes Services are not NodePort or internet-facing LoadBalancer, and Ingresses are internal.",
+        description="Kubernetes Services (and chart values declaring them) are not NodePort or internet-facing LoadBalancer, and Ingresses are internal.",
         kind="resource",
         severity="high",
         enforcement="mandatory",
         remediation="Use ClusterIP, or an internal load balancer annotation (aws-load-balancer-scheme: internal, networking.gke.io/load-balancer-type: Internal, azure-load-balancer-internal: 'true').",
         url="https://kubernetes.io/docs/concepts/services-networking/service/#internal-load-balancer",
         validate=check_k8s_exposure,
-        applies_to=lambda t: t == SERVICE or INGRESS(t),
+        applies_to=lambda t: t in (SERVICE, HELM_RELEASE) or INGRESS(t),
     ),
     Rule(
         name="node-no-public-ip",

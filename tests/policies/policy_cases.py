@@ -877,3 +877,57 @@ CASES += [
         {("kms-key-rotation", "data-key?")},
     ),
 ]
+
+HELM = "kubernetes:helm.sh/v3:Release"
+CASES += [
+    (
+        "helm-chart-public-lb",
+        fx.gcp_stack,
+        add(
+            HELM,
+            "grafana",
+            {
+                "chart": "grafana",
+                "version": "8.5.1",
+                "repositoryOpts": {"repo": "https://grafana.github.io/helm-charts"},
+                "values": {"service": {"type": "LoadBalancer"}},
+            },
+        ),
+        {("k8s-no-public-service", "grafana")},
+    ),
+    (
+        "helm-chart-internal-lb-ok",
+        fx.gcp_stack,
+        add(
+            HELM,
+            "grafana",
+            {
+                "chart": "grafana",
+                "version": "8.5.1",
+                "repositoryOpts": {"repo": "https://grafana.github.io/helm-charts"},
+                "values": {
+                    "service": {
+                        "type": "LoadBalancer",
+                        "annotations": {"networking.gke.io/load-balancer-type": "Internal"},
+                    }
+                },
+            },
+        ),
+        set(),
+    ),
+    (
+        "helm-chart-public-ingress",
+        fx.azure_stack,
+        add(
+            HELM,
+            "argo",
+            {
+                "chart": "argo-workflows",
+                "version": "0.45.0",
+                "repositoryOpts": {"repo": "https://argoproj.github.io/argo-helm"},
+                "values": {"server": {"ingress": {"enabled": True}}},
+            },
+        ),
+        {("k8s-no-public-service", "argo")},
+    ),
+]

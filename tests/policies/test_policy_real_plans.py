@@ -275,6 +275,11 @@ MUTATIONS: list[tuple[str, str, Callable[[Plan], None]]] = [
     ("k8s-no-public-service", "dev", put("kubernetes:core/v1:Service", "spec.type", "LoadBalancer")),
     ("k8s-no-public-service", "azure-dev", put("kubernetes:core/v1:Service", "spec.type", "NodePort")),
     (
+        "k8s-no-public-service",
+        "gcp-dev",
+        put("kubernetes:helm.sh/v3:Release", "values.service.type", "LoadBalancer", contains="grafana"),
+    ),
+    (
         "node-no-public-ip",
         "gcp-dev",
         put("gcp:container/cluster:Cluster", "privateClusterConfig.enablePrivateNodes", False),
