@@ -1,11 +1,13 @@
-"""The five stages of `make demo`, each driving the parts through their own CLIs.
+"""The six stages of `make demo`, each driving the parts through their own CLIs.
 
 1 policy   render every committed stack offline, run the policy pack: compliance report
 2 train    moto S3 server (real HTTP) as the default bucket, dataset uploaded, training
            reads from it and checkpoints to it
 3 export   ONNX export, parity, int8 (done by training at the end of `train`): checked here
-4 serve    Triton model repository, the real tritonserver, smoke check, short load test
-5 promote  promotion gates for dev, record (model card) and MLflow registry alias
+4 serve    Triton model repository, the real tritonserver (inference records on), smoke check, load test
+5 monitor  records in the logs bucket, drift on a clean and a shifted window, drift alert through real
+           Prometheus + Alertmanager to a local receiver (demo/monitor.py)
+6 promote  promotion gates for dev, record (model card) and MLflow registry alias
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any
 
 from demo import report
 from demo.bucket import MotoS3
+from demo.monitor import LOGS_BUCKET, clean_texts, server_environment, stage_monitor
 from demo.stages import Runner, StageFailed
 
 PY = sys.executable
 DATA_BUCKET, CHECKPOINT_BUCKET = "eu-ml-demo-data", "eu-ml-demo-checkpoints"
-TOTAL_STAGES = 5
+TOTAL_STAGES = 6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,32 +165,38 @@ def stage_export(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
         )
 
 
-def stage_serve(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
+def stage_serve(
+    r: Runner, cfg: DemoConfig, summary: dict[str, Any], s3: MotoS3, live: dict[str, Any]
+) -> None:
     with r.stage("serve", "Triton model repository + real tritonserver + smoke check + load test") as st:
         from serving.server import TritonServer
 
         bundle, repo = cfg.train_dir / "export", cfg.work / "model-repo"
         r.run([PY, "-m", "serving", "build", str(bundle), str(repo)], timeout_s=180)
         loadtest_path = cfg.out / "loadtest.json"
-        server = TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0)
+        s3.create_bucket(LOGS_BUCKET)
+        texts = clean_texts(r, cfg)
+        extra_env = server_environment(s3.env, cfg)
+
+        class DemoServer(TritonServer):  # the environment infra gives the serving pods (monitoring records)
+            def environment(self) -> dict[str, str]:
+                return {**super().environment(), **extra_env}
+
+        server = DemoServer(repo, http_port=0, grpc_port=0, metrics_port=0)
         r.say(f"      starting tritonserver on {server.http_url} (HTTP), {server.grpc_url} (gRPC)")
-        with server:
-            r.log(f"tritonserver ready at {server.http_url}; its log: {server.log_path}")
-            try:
-                r.run(
-                    [PY, "-m", "serving", "check", "--url", server.http_url, "--bundle", str(bundle)],
-                    timeout_s=180,
-                )
-                r.run(
-                    [PY, "-m", "serving", "loadtest", "--url", server.http_url,
-                     "--concurrency", cfg.loadtest["concurrency"], "--requests", str(cfg.loadtest["requests"]),
-                     "--out", str(loadtest_path)],
-                    timeout_s=300,
-                )  # fmt: skip
-            finally:
-                # The server's log lives in a temporary folder removed when it stops: keep a copy.
-                if server.log_path and Path(server.log_path).exists():
-                    shutil.copy(server.log_path, r.logs / "tritonserver.log")
+        # Started here, stopped by the monitor stage (or by run() on failure): it keeps serving in between.
+        live["server"] = server.start()
+        r.log(f"tritonserver ready at {server.http_url}; its log: {server.log_path}")
+        r.run(
+            [PY, "-m", "serving", "check", "--url", server.http_url, "--bundle", str(bundle)],
+            timeout_s=180,
+        )
+        r.run(
+            [PY, "-m", "serving", "loadtest", "--url", server.http_url, "--texts", str(texts),
+             "--concurrency", cfg.loadtest["concurrency"], "--requests", str(cfg.loadtest["requests"]),
+             "--out", str(loadtest_path)],
+            timeout_s=300,
+        )  # fmt: skip
         results = _read(loadtest_path)["results"]
         # The headline row: the highest concurrency, where throughput peaks and the tail is longest.
         top = max(results, key=lambda row: row["concurrency"])
@@ -199,6 +208,16 @@ def stage_serve(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
             "results": results,
         }  # fmt: skip
         st.detail = f"{top['rps']} req/s, p99 {top['p99_ms']} ms at concurrency {top['concurrency']}"
+
+
+def stop_server(r: Runner, live: dict[str, Any]) -> None:
+    server = live.pop("server", None)
+    if server is None:
+        return
+    # The server's log lives in a temporary folder removed when it stops: keep a copy.
+    if server.log_path and Path(server.log_path).exists():
+        shutil.copy(server.log_path, r.logs / "tritonserver.log")
+    server.stop()
 
 
 def stage_promote(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
@@ -248,12 +267,14 @@ def run(cfg: DemoConfig) -> int:
         "fast": cfg.fast,
     }
     s3 = MotoS3(r.logs / "moto-s3.log")
+    live: dict[str, Any] = {}
     code = 0
     try:
         stage_policy(r, cfg, summary)
         stage_train(r, cfg, summary, s3)
         stage_export(r, cfg, summary)
-        stage_serve(r, cfg, summary)
+        stage_serve(r, cfg, summary, s3, live)
+        stage_monitor(r, cfg, summary, s3, live["server"], lambda: stop_server(r, live))
         stage_promote(r, cfg, summary)
     except StageFailed as exc:
         summary["failed_stage"] = {"name": exc.stage, "why": exc.why, "log": str(exc.log)}
@@ -267,6 +288,7 @@ def run(cfg: DemoConfig) -> int:
         }
         code = 130
     finally:
+        stop_server(r, live)
         s3.stop()
         summary["duration_s"] = round(time.time() - started, 1)
         summary["stages"] = [s.as_dict(cfg.out) for s in r.stages]
@@ -294,6 +316,8 @@ def write_outputs(cfg: DemoConfig, summary: dict[str, Any]) -> None:
         "Model card (promotion record, Markdown)": "model-card.md",
         "Promotion record (JSON)": "promotion-record.json",
         "Load test (JSON)": "loadtest.json",
+        "Drift, clean window (Evidently HTML)": "monitoring/clean/drift.html",
+        "Drift, shifted window (Evidently HTML)": "monitoring/shifted/drift.html",
         "Summary (JSON)": "summary.json",
     }
     (cfg.out / "index.html").write_text(report.render_html(summary, history, links))

@@ -123,6 +123,32 @@ def _fmt(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def monitoring_section(mon: dict[str, Any]) -> str:
+    """Drift on the clean and shifted windows, and whether the drift alert reached the receiver."""
+    if not mon:
+        return ""
+    rows = "".join(
+        f"<tr><td>{name}</td><td>{w.get('records')}</td>"
+        f"<td class='{'bad' if w.get('drift_detected') else 'ok'}'>{'drift' if w.get('drift_detected') else 'no drift'}</td>"
+        f"<td>{_fmt(w.get('score'))} (threshold {_fmt(w.get('threshold'))})</td>"
+        f"<td>{html.escape(', '.join(w.get('drifted_features') or []) or '—')}</td>"
+        f"<td><a href='{html.escape(str(w.get('report')))}'>Evidently report</a></td></tr>"
+        for name, w in ((n, mon.get(n) or {}) for n in ("clean", "shifted"))
+    )
+    delivered = mon.get("alert_delivered")
+    alert = mon.get("alert") or {}
+    return (
+        "<h2>Monitoring: inference records, drift, alert</h2>"
+        f"<p>{mon.get('record_objects')} record file(s) in <code>{html.escape(str(mon.get('records_url')))}</code>"
+        " (descriptors, prediction, latency; no text).</p>"
+        "<table><tr><th>window</th><th>records</th><th>verdict</th><th>score</th><th>drifted features</th>"
+        f"<th>report</th></tr>{rows}</table>"
+        f"<p>Drift alert through Prometheus + Alertmanager to the on-call webhook: "
+        f"<b class='{'ok' if delivered else 'bad'}'>{'delivered' if delivered else 'not delivered'}</b>"
+        f"{' — ' + html.escape(str(alert.get('summary'))) if alert else ''}</p>"
+    )
+
+
 def render_html(summary: dict[str, Any], history: Sequence[dict[str, Any]], links: dict[str, str]) -> str:
     train, export, serve = summary.get("train") or {}, summary.get("export") or {}, summary.get("serve") or {}
     promotion = summary.get("promotion") or {}
@@ -190,6 +216,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0}} td,th{{border-bottom
 {latency_chart(serve.get("results") or [], serve.get("slo_p99_ms"))}
 {f"<p>Smoke check: {html.escape(str(serve['check']))}</p>" if serve.get("check") else ""}</section>
 </div>
+{monitoring_section(summary.get("monitoring") or {})}
 <h2>Promotion to dev: <span class="decision {badge}">{html.escape(decision)}</span></h2>
 <ul>{"".join(f"<li>{html.escape(r)}</li>" for r in promotion.get("reasons", []))}</ul>
 <table><tr><th>gate</th><th>status</th><th>measured</th><th>threshold</th><th>detail</th></tr>{gate_rows}</table>

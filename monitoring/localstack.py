@@ -8,6 +8,7 @@ as node-exporter's textfile collector would), evaluates monitoring/rules/*.yaml 
 the only change), and sends firing alerts to Alertmanager, configured by monitoring.alerting with every
 receiver URL pointed at the local webhook receiver: nothing leaves 127.0.0.1. Each process runs in its
 own process group on free ports and is stopped by its own pid. Used by tests/monitoring and the demo.
+The metrics.prom files of `metrics_dirs` are served concatenated: they must not repeat a series.
 """
 
 from __future__ import annotations
