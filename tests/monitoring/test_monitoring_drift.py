@@ -18,6 +18,8 @@ from monitoring import drift, reference, samples
 from monitoring.records import RECORD_FIELDS
 
 WINDOW = 300
+# The drift CLI runs as a subprocess and every window goes through ONNX Runtime: not a unit test.
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
