@@ -37,6 +37,7 @@ FIXED_IDENTITY: Mapping[str, str] = {
     "aws:kms/alias:Alias": "name",
     "aws:autoscaling/tag:Tag": "autoscaling_group_name",
     "aws:s3/bucket:Bucket": "bucket",
+    "aws:sns/topic:Topic": "name",
     **{
         f"aws:s3/{t[0].lower()}{t[1:]}:{t}": "bucket"
         for t in (

@@ -84,7 +84,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         depends_on=[buckets.buckets["logs"]],
         opts=opts,
     )
-    api_error_alarm(cfg, cluster.cluster.name, opts)
+    api_error_alarm(cfg, cluster.cluster.name, key.arn, opts)
     return CloudPlatform(
         cloud="aws",
         cluster_name=cluster.cluster.name,

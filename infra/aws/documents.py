@@ -300,6 +300,16 @@ def key_policy(account_id: str, region: str, trail_arn: str) -> Document:
                 "Resource": "*",
                 "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
+            # CloudWatch alarms publish to the alerts topic, which is encrypted with this key (SNS
+            # "compatibility between event sources from AWS services and encrypted topics").
+            {
+                "Sid": "CloudWatchAlarmsPublishToTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
             {
                 "Sid": "S3AccessLogDelivery",
                 "Effect": "Allow",

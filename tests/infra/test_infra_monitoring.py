@@ -456,6 +456,16 @@ def test_aws_alarms_on_the_eks_api_servers_free_5xx_metric(plans: dict[str, Plan
         0.0,
     )
     assert alarm["treatMissingData"] == "notBreaching"
+    # Mailed through an SNS topic encrypted with the environment key.
+    topic = plans[stack].one("aws:sns/topic:Topic")
+    assert topic["inputs"]["name"] == f"mlp-{stack}-alerts"
+    assert topic["inputs"]["kmsMasterKeyId"] == planner.UNKNOWN  # the key's ARN, known after creation
+    assert plans[stack].one("aws:kms/key:Key")["urn"] in topic["dependencies"]
+    assert alarm["alarmActions"] == alarm["okActions"] == [planner.UNKNOWN]
+    subscriptions = [r["inputs"] for r in plans[stack].of_type("aws:sns/topicSubscription:TopicSubscription")]
+    assert [(s["protocol"], s["endpoint"]) for s in subscriptions] == [
+        ("email", "ml-platform-finops@example.com")
+    ]
 
 
 def test_gcp_alerts_on_triton_restarts_by_email(plans: dict[str, Plan]) -> None:
@@ -505,3 +515,20 @@ def test_the_drift_job_and_alertmanager_reach_only_what_they_need(plans: dict[st
     am = policies[("monitoring", "alertmanager")]
     assert am["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"port": 9093.0, "protocol": "TCP"}]}]
     assert [(x["protocol"], x["port"]) for x in am["egress"][-1]["ports"]] == [("TCP", 443.0), ("TCP", 587.0)]
+
+
+def test_the_key_lets_cloudwatch_publish_to_the_encrypted_topic_for_this_account_only() -> None:
+    doc = documents.key_policy(
+        "123456789012", "eu-south-2", "arn:aws:cloudtrail:eu-south-2:123456789012:trail/t"
+    )
+    (statement,) = [
+        s for s in doc["Statement"] if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert statement == {
+        "Sid": "CloudWatchAlarmsPublishToTopic",
+        "Effect": "Allow",
+        "Principal": {"Service": "cloudwatch.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Resource": "*",
+        "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
+    }
