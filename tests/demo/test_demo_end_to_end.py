@@ -96,7 +96,7 @@ def test_fast_demo(tmp_path: Path) -> None:
     assert summary_path.exists(), out
     summary = json.loads(summary_path.read_text())
     assert proc.returncode == 0, f"{summary.get('failed_stage')}\n{out[-4000:]}"
-    assert [s["name"] for s in summary["stages"]] == ["policy", "train", "export", "serve", "promote"]
+    assert [s["name"] for s in summary["stages"]] == ["policy", "train", "export", "serve", "monitor", "promote"]
     assert all(s["status"] == "ok" for s in summary["stages"])
 
     # The keys the issue asks for, with values of the right kind.
@@ -112,10 +112,19 @@ def test_fast_demo(tmp_path: Path) -> None:
         and summary["train"]["checkpoint_objects_in_bucket"] > 0
     )
 
+    # Monitoring: records in the bucket, no drift on the clean window, drift on the shifted one, the
+    # drift alert delivered through the real Prometheus and Alertmanager (issue 13).
+    monitoring = summary["monitoring"]
+    assert monitoring["clean"]["drift_detected"] is False and monitoring["shifted"]["drift_detected"] is True
+    assert monitoring["alert_delivered"] is True and monitoring["alert"]["labels"]["alertname"] == "ModelInputDrift"
+    assert monitoring["record_objects"] > 0 and monitoring["clean"]["records"] >= 250
+    assert (reports / "demo" / "monitoring" / "shifted" / "drift.html").exists()
+
     record = json.loads((reports / "demo" / "promotion-record.json").read_text())
     assert record["decision"] == summary["promotion"]["decision"] and record["deployable"] is False
     page = (reports / "demo" / "index.html").read_text()
     assert page.count("<svg") >= 3 and "../compliance.html" in page and "beats-baseline" in page
+    assert "Drift alert through Prometheus + Alertmanager" in page and "monitoring/shifted/drift.html" in page
     assert (reports / "compliance.html").exists()
     assert len(list((reports / "demo" / "logs").glob("*.log"))) >= 5
 
