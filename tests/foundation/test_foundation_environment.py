@@ -65,11 +65,15 @@ HEAVY = (
     "pulumi_azure_native",
     "onnxruntime",
     "tritonclient",
+    "evidently",
+    "optuna",
+    "pandas",
 )
 
 
 @pytest.mark.parametrize(
-    "module", ["training", "serving", "promotion", "policies.analyze", "containers.build"]
+    "module",
+    ["training", "serving", "promotion", "policies.analyze", "containers.build", "monitoring", "pipeline"],
 )
 def test_cli_help_does_not_import_heavy_sdks(module: str) -> None:
     probe = (
