@@ -107,6 +107,17 @@ def start_moto() -> tuple[object, dict[str, str]]:
     }
 
 
+@pytest.fixture(autouse=True)
+def fresh_filesystems() -> Iterator[None]:
+    """fsspec caches filesystem instances by their arguments, not by the endpoint in the environment: a cached
+    client of a server stopped here would be reused by later tests (another module's S3 server included)."""
+    import fsspec
+
+    yield
+    for scheme in ("s3", "gs", "az"):
+        fsspec.get_filesystem_class(scheme).clear_instance_cache()
+
+
 @pytest.fixture(scope="module")
 def gcs_classic() -> Iterator[None]:
     """gs:// -> gcsfs's JSON-API filesystem with anonymous access (the emulator checks no credentials)."""
@@ -225,7 +236,7 @@ def test_an_outage_is_retried_then_reported_as_storage_unavailable(
     try:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        fsspec.filesystem(scheme).clear_instance_cache()
+        fsspec.get_filesystem_class(scheme).clear_instance_cache()
         if scheme == "s3":
             import boto3
 
