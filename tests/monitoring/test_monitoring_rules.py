@@ -174,3 +174,17 @@ def test_every_dashboard_query_parses_and_names_only_known_metrics(tmp_path: Pat
 def test_metric_name_extraction_sees_bare_and_selected_names() -> None:
     assert metric_names('avg by (pod) (DCGM_FI_DEV_GPU_UTIL) / rate(x_total{a="b"}[5m]) > 1e-9') == {
         "DCGM_FI_DEV_GPU_UTIL", "x_total"}  # fmt: skip
+
+
+def test_queue_time_queries_watch_the_model_the_hpa_scales_on() -> None:
+    # The endpoint model is where requests queue (serving/README.md); an alert or panel on another
+    # model's queue stays near zero while the HPA is at its ceiling.
+    from infra.k8s.autoscaling import HPA_MODEL
+    from serving.repository import ENDPOINT
+
+    assert HPA_MODEL == ENDPOINT
+    texts = [p.read_text() for p in RULES + DASHBOARDS]
+    queue_models = {
+        m for t in texts for m in re.findall(r'nv_inference_queue_duration_us\{[^}]*model=\\?"(\w+)', t)
+    }
+    assert queue_models == {ENDPOINT}
