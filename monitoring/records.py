@@ -1,6 +1,6 @@
 """Inference records: one small JSON line per sampled request, written off the request path.
 
-The serving python model (serving/models/postprocess.py) calls `Recorder.offer(...)` per request;
+The serving python model (serving/models/sentiment.py) calls `Recorder.offer(...)` per request;
 offer() decides the sample, copies a few numbers and puts them on a bounded queue, nothing more.
 A daemon thread turns them into records and appends them in batches to
 

@@ -138,6 +138,8 @@ class TritonServer:
             f"--metrics-address={self.host}",
             f"--metrics-port={self.metrics_port}",
             "--allow-gpu-metrics=false",
+            # nv_inference_request_summary_us quantiles: the p99 alert and dashboard panel read them.
+            "--metrics-config=summary_latencies=true",
             # explicit + load all: `serving pin` can reload the models live (POST .../load).
             "--model-control-mode=explicit",
             "--load-model=*",

@@ -94,3 +94,20 @@ def test_signal_rises_above_the_hpa_target_under_load_and_falls_at_idle(server) 
     assert busy.above_target(), f"queue {busy.queue_us_per_request:.0f} us <= target {HPA_TARGET_QUEUE_US}"
     assert busy.avg_batch_size > 1  # the dynamic batcher merges the waiting requests
     assert not idle.above_target() and idle.requests_per_s == 0
+
+
+@pytest.mark.integration
+def test_server_exports_the_latency_quantiles_the_p99_alert_reads(server) -> None:
+    # monitoring/rules/serving.yaml's p99 alert and the dashboard read nv_inference_request_summary_us,
+    # which tritonserver only exports with --metrics-config=summary_latencies=true.
+    import urllib.request
+
+    with SentimentClient(server.grpc_url, protocol="grpc", timeout_s=60) as client:
+        client.classify(["the food was cold"])
+    text = urllib.request.urlopen(server.metrics_url, timeout=10).read().decode()
+    assert any(
+        line.startswith("nv_inference_request_summary_us{")
+        and f'model="{ENDPOINT}"' in line
+        and 'quantile="0.99"' in line
+        for line in text.splitlines()
+    ), "tritonserver exports no p99 summary: start it with --metrics-config=summary_latencies=true"
