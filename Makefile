@@ -107,11 +107,13 @@ plan: setup  ## render every committed stack offline into reports/plan/<stack>.j
 policy: plan  ## run the policy pack over every plan; compliance report in reports/
 	$(PY) -m policies.report --plans reports/plan --out reports
 
-bench: setup  ## run the benchmarks; JSON in reports/bench/
+bench: setup  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m benchmarks.train_gpu / serve_gpu)
 	$(PY) -m benchmarks.plan
 	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.train
 	$(PY) -m benchmarks.serve
+	$(PY) -m benchmarks.monitoring
+	$(PY) -m benchmarks.tune
 	$(PY) -m benchmarks.demo
 
 bench-images: setup  ## image build times and sizes (root + buildah); reports/bench/images.json
