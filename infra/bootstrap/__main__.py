@@ -17,18 +17,22 @@ from infra.bootstrap import github
 
 config = pulumi.Config()
 cloud = config.require("cloud")
-common = {
-    "name": config.get("name") or "eu-ml-platform",
-    "repository": config.require("repository"),
-    "environments": tuple(config.get_object("environments") or ("dev", "staging", "prod")),
-}
+name: str = config.get("name") or "eu-ml-platform"
+repository: str = config.require("repository")
+environments: tuple[str, ...] = tuple(
+    str(e) for e in (config.get_object("environments") or ("dev", "staging", "prod"))
+)
 if cloud == "aws":
     from infra.bootstrap.aws import AwsBootstrap, AwsBootstrapArgs
 
     stack = AwsBootstrap(
         "ci",
         AwsBootstrapArgs(
-            **common, account_id=config.require("accountId"), region=config.get("region") or "eu-south-2"
+            name=name,
+            repository=repository,
+            environments=environments,
+            account_id=config.require("accountId"),
+            region=config.get("region") or "eu-south-2",
         ),
     )
     pulumi.export("role_arns", stack.role_arns)
@@ -37,7 +41,12 @@ if cloud == "aws":
 elif cloud == "gcp":
     from infra.bootstrap.gcp import GcpBootstrap, GcpBootstrapArgs
 
-    gstack = GcpBootstrap("ci", GcpBootstrapArgs(**common, project=config.require("project")))
+    gstack = GcpBootstrap(
+        "ci",
+        GcpBootstrapArgs(
+            name=name, repository=repository, environments=environments, project=config.require("project")
+        ),
+    )
     pulumi.export("service_accounts", gstack.service_accounts)
     pulumi.export("workload_identity_provider", gstack.provider_name)
 elif cloud == "azure":
@@ -46,7 +55,9 @@ elif cloud == "azure":
     astack = AzureBootstrap(
         "ci",
         AzureBootstrapArgs(
-            **common,
+            name=name,
+            repository=repository,
+            environments=environments,
             subscription_id=config.require("subscriptionId"),
             resource_group=config.require("resourceGroup"),
             location=config.get("location") or "westeurope",

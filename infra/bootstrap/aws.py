@@ -4,6 +4,7 @@ secrets with: `pulumi login s3://<bucket>` and `--secrets-provider awskms://<ali
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 
@@ -90,6 +91,10 @@ def iam_scoped_policy(account_id: str, name: str) -> str:
     )
 
 
+def _trust(provider_arn: str, *, subject: str) -> str:
+    return github.aws_trust_policy(provider_arn, subject)
+
+
 class AwsBootstrap(pulumi.ComponentResource):
     role_arns: dict[str, pulumi.Output[str]]
     state_bucket: pulumi.Output[str]
@@ -110,9 +115,7 @@ class AwsBootstrap(pulumi.ComponentResource):
             role = aws.iam.Role(
                 f"{name}-{ident.name}",
                 name=f"{args.name}-ci-{ident.name}",
-                assume_role_policy=provider.arn.apply(
-                    lambda arn, s=ident.subject: github.aws_trust_policy(arn, s)
-                ),
+                assume_role_policy=provider.arn.apply(functools.partial(_trust, subject=ident.subject)),
                 max_session_duration=3600,
                 tags={"ci-identity": ident.role},
                 opts=child,

@@ -3,6 +3,7 @@ one service account per identity, impersonable only by the token with that exact
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pulumi
@@ -24,6 +25,11 @@ class GcpBootstrapArgs:
     repository: str
     environments: tuple[str, ...]
     project: str
+
+
+def _principal(pool_name: str, *, subject: str) -> str:
+    """The one workload identity with this exact subject (never a principalSet of many)."""
+    return f"principal://iam.googleapis.com/{pool_name}/subject/{subject}"
 
 
 class GcpBootstrap(pulumi.ComponentResource):
@@ -66,11 +72,7 @@ class GcpBootstrap(pulumi.ComponentResource):
                 f"{name}-{ident.name}-wif",
                 service_account_id=account.name,
                 role="roles/iam.workloadIdentityUser",
-                member=pool.name.apply(
-                    lambda pool_name, s=ident.subject: (
-                        f"principal://iam.googleapis.com/{pool_name}/subject/{s}"
-                    )
-                ),
+                member=pool.name.apply(functools.partial(_principal, subject=ident.subject)),
                 opts=child,
             )
             for role in PROJECT_ROLES[ident.role]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from containers import build, buildah, smoke
+from containers import build, buildah, publish, registry, services, smoke
 from containers.lint import _SECRET_NAME
 from containers.version import Version
 
@@ -45,7 +45,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     repository = f"localhost/eu-ml-platform-test-{uuid.uuid4().hex[:8]}"
     record = tmp_path_factory.mktemp("images") / "build-record.json"
     start = time.monotonic()
-    assert build.main(["--base", "local", "--repository", repository, "--record", str(record)]) == 0
+    # --no-smoke: the tests below run the smoke checks themselves, one by one.
+    argv = ["--builder", "buildah", "--base", "local", "--no-smoke", "--repository", repository]
+    assert build.main([*argv, "--record", str(record)]) == 0
     images = json.loads(record.read_text())["images"]
     images["_seconds"] = time.monotonic() - start
     images["_repository"] = repository
@@ -72,7 +74,20 @@ def test_record_holds_tags_and_digests(built: dict[str, Any]) -> None:
         assert entry["builder"] == "buildah" and entry["size_bytes"] > 100e6 and not entry["pushed"]
         assert buildah.image_digest(entry["tags"][0]) == entry["digest"]
     # No --bundle: the tiny random model, labelled model version 0; it was trained on no dataset.
-    assert built["serving"]["version"] == f"{built['training']['version']}-m0"
+    # Local bases: each tag carries its own build key, never the production tag of the commit.
+    training, serving = (Version.parse(built[n]["version"]) for n in ("training", "serving"))
+    assert (training.sha, training.dirty) == (serving.sha, serving.dirty) and serving.model_version == "0"
+    assert (
+        training.local == built["training"]["build_key"][:8]
+        and serving.local == built["serving"]["build_key"][:8]
+    )
+    assert (
+        built["training"]["torch"].startswith("2.13.") and built["training"]["cuda"] is None
+    )  # CPU stand-in
+    assert (
+        built["serving"]["labels"]["eu.ml-platform.bundle.metadata-sha256"]
+        == built["serving"]["bundle_metadata_sha256"]
+    )
     assert built["serving"]["model_version"] == "0"
     assert built["serving"]["dataset_manifest_sha256"] == "unknown"
 
@@ -168,3 +183,22 @@ def test_existing_tag_is_reused_not_moved(built: dict[str, Any]) -> None:
     assert again["reused_existing_tag"] is True
     assert again["image_id"] == entry["image_id"] and again["digest"] == entry["digest"]
     assert time.monotonic() - start < 60  # found, not rebuilt
+
+
+def test_buildah_push_records_a_pull_confirmed_reference(
+    built: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Push to a real registry (distribution 2.8 on a free 127.0.0.1 port, plain HTTP because it is
+    on loopback); the record gets `<registry>/serving@<digest>` only after a pull by it agreed."""
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
+    entry = dict(built["serving"], tags=list(built["serving"]["tags"]))
+    with services.oci_registry(tmp_path_factory.mktemp("registry")) as reg:
+        publish.push(entry, f"{reg}/serving", Version.parse(entry["version"]), builder="buildah", client=None)
+        assert entry["pushed"] and entry["pull_verified"]
+        assert entry["reference"] == f"{reg}/serving@{entry['digest']}"
+        assert entry["local_digest"] == built["serving"]["digest"]
+        assert registry.manifest_digest(entry["reference"]) == entry["digest"]
+        buildah.run(["rmi", "--force", entry["reference"]], check=False)
+        assert registry.buildah_pull_digest(entry["reference"]) == entry["digest"]  # a real pull
+        buildah.run(["rmi", "--force", entry["reference"]], check=False)

@@ -3,9 +3,9 @@
 One private `dockerd` (vfs, no network) and one `docker-registry` (distribution 2.8 on a free
 127.0.0.1 port) are started for the module and stopped by their own pids. The serving image is
 built on the local stand-in base (made by buildah, loaded into the engine: nothing is pulled
-from a public registry), smoke-run by the engine, pushed, and pulled back by digest; the same
-image is then built and pushed with buildah. The training image is left to the buildah module
-(`test_images_build_and_smoke.py`): on vfs a second 2 GB build would cost minutes more.
+from a public registry), smoke-run by the engine, pushed, and pulled back by digest. buildah's
+push and pull are tested in `test_images_build_and_smoke.py` on the images it builds anyway; the
+training image's Docker build is left out (another 2 GB build would cost minutes more).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from containers import build, buildah, docker_engine, localbase, registry, services
+from containers import build, docker_engine, localbase, registry, services
 from containers.errors import ContainerError
 from containers.version import Version
 
@@ -74,14 +74,6 @@ def docker_pushed(engines: dict[str, Any]) -> dict[str, Any]:
     return _build(engines, "docker", "docker", "--push", "--registry", engines["registry"])
 
 
-@pytest.fixture(scope="module")
-def buildah_pushed(engines: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    entry = _build(engines, "buildah", "buildah", "--no-smoke", "--push", "--registry", engines["registry"])
-    yield entry
-    for ref in (entry["tags"][0], entry["reference"]):
-        buildah.run(["rmi", "--force", ref], check=False)
-
-
 def test_docker_builds_smokes_and_pushes_the_serving_image(
     engines: dict[str, Any], docker_pushed: dict[str, Any]
 ) -> None:
@@ -105,9 +97,6 @@ def test_a_pull_by_the_recorded_reference_returns_that_digest(
     client = engines["client"]
     client.images.remove(docker_pushed["reference"], force=True)  # pull for real, not from cache
     assert docker_engine.pull_digest(client, docker_pushed["reference"]) == docker_pushed["digest"]
-    # ... and with the other engine, from the same registry, over plain HTTP (loopback only).
-    assert registry.buildah_pull_digest(docker_pushed["reference"]) == docker_pushed["digest"]
-    buildah.run(["rmi", "--force", docker_pushed["reference"]], check=False)
 
 
 def test_local_base_build_is_tagged_apart_and_names_its_base(docker_pushed: dict[str, Any]) -> None:
@@ -154,15 +143,6 @@ def test_existing_tag_is_reused_only_with_the_same_build_key(
     )
     with pytest.raises(ContainerError, match="other inputs"):
         build.build_image(other, builder="docker", client=client)
-
-
-def test_buildah_pushes_and_pull_confirms(engines: dict[str, Any], buildah_pushed: dict[str, Any]) -> None:
-    entry, reg = buildah_pushed, engines["registry"]
-    assert entry["builder"] == "buildah" and entry["pushed"] and entry["pull_verified"]
-    assert entry["reference"] == f"{reg}/serving@{entry['digest']}"
-    assert registry.manifest_digest(entry["reference"]) == entry["digest"]
-    buildah.run(["rmi", "--force", entry["reference"]], check=False)
-    assert registry.buildah_pull_digest(entry["reference"]) == entry["digest"]
 
 
 def test_engine_and_registry_are_stopped_by_their_pids(tmp_path: Path) -> None:
