@@ -2,7 +2,8 @@
 
 Each gets its own folders, socket and a free port on 127.0.0.1, and is stopped by its own pid
 (never by name: other jobs on the machine run the same binaries). The engine runs without
-iptables, bridge or overlay (`vfs`), which is what works in a sandbox as root.
+iptables or bridge (builds and containers run with `--network none`), on overlay2 where an
+overlay mount works and on vfs elsewhere; that is what works in a sandbox as root.
 
     with services.docker_daemon(tmp) as host, services.oci_registry(tmp) as registry:
         client = docker.DockerClient(base_url=host)      # registry: "127.0.0.1:PORT"
@@ -75,8 +76,17 @@ def _wait(what: str, ready: object, proc: subprocess.Popen[bytes], log: Path, ti
     raise ContainerError(f"{what} did not answer within {timeout:.0f} s: {log.read_text()[-2000:]}")
 
 
+def storage_driver() -> str:
+    """overlay2 where the kernel lets us mount an overlay (layers shared: a build step costs a
+    layer, not a copy of the image), else vfs, which works anywhere but copies the whole root
+    filesystem for every build step and container (minutes per step for a 1 GB image)."""
+    from containers import buildah
+
+    return "overlay2" if buildah._overlay_mount_works() else "vfs"
+
+
 @contextlib.contextmanager
-def docker_daemon(workdir: Path, *, timeout: float = 60) -> Iterator[str]:
+def docker_daemon(workdir: Path, *, timeout: float = 60, driver: str | None = None) -> Iterator[str]:
     """Start dockerd with its own data root and socket; yield its `unix://` address."""
     workdir.mkdir(parents=True, exist_ok=True)
     # A short socket path: AF_UNIX paths are limited to 107 bytes, pytest tmp paths are long.
@@ -89,7 +99,7 @@ def docker_daemon(workdir: Path, *, timeout: float = 60) -> Iterator[str]:
         "--iptables=false",
         "--ip6tables=false",
         "--bridge=none",
-        "--storage-driver=vfs",
+        f"--storage-driver={driver or storage_driver()}",
         f"--data-root={workdir / 'data'}",
         f"--exec-root={run_dir / 'exec'}",
         f"--pidfile={run_dir / 'dockerd.pid'}",
@@ -103,11 +113,15 @@ def docker_daemon(workdir: Path, *, timeout: float = 60) -> Iterator[str]:
         def ready() -> bool:
             if not sock.exists():
                 return False
-            probe = subprocess.run(
-                ["docker", "-H", host, "version", "--format", "{{.Server.Version}}"],
-                capture_output=True,
-                check=False,
-            ) if shutil.which("docker") else None
+            probe = (
+                subprocess.run(
+                    ["docker", "-H", host, "version", "--format", "{{.Server.Version}}"],
+                    capture_output=True,
+                    check=False,
+                )
+                if shutil.which("docker")
+                else None
+            )
             return probe is None or probe.returncode == 0
 
         _wait("dockerd", ready, proc, log, timeout)
