@@ -95,8 +95,16 @@ def test_a_pull_by_the_recorded_reference_returns_that_digest(
     engines: dict[str, Any], docker_pushed: dict[str, Any]
 ) -> None:
     client = engines["client"]
-    client.images.remove(docker_pushed["reference"], force=True)  # pull for real, not from cache
+    # Remove every name of the image, so its layers go and the pull has to fetch them.
+    local = docker_pushed["tags"][0]
+    for name in docker_pushed["tags"]:
+        client.images.remove(name, force=True)
+    assert not docker_engine.image_exists(client, docker_pushed["image_id"])
     assert docker_engine.pull_digest(client, docker_pushed["reference"]) == docker_pushed["digest"]
+    pulled = client.images.get(docker_pushed["reference"])
+    assert pulled.id == docker_pushed["image_id"]  # the same image config, byte for byte
+    repository, _, tag = local.rpartition(":")
+    pulled.tag(repository, tag=tag)  # the local name back, for the tests below
 
 
 def test_local_base_build_is_tagged_apart_and_names_its_base(docker_pushed: dict[str, Any]) -> None:
