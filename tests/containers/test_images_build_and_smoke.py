@@ -163,7 +163,7 @@ def test_training_image_runs_a_smoke_training(built: dict[str, Any]) -> None:
 
 def test_serving_image_answers_ready_and_infers(built: dict[str, Any]) -> None:
     result = smoke.smoke_serving(built["serving"]["tags"][0])
-    assert result["models"] == ["classifier", "postprocess", "preprocess", "sentiment"]
+    assert {"classifier", "sentiment"} <= set(result["models"])
     assert result["tritonserver"] is True  # the local base carries the real tritonserver
     assert result["label"] in ("negative", "positive")
     assert abs(sum(result["probabilities"]) - 1.0) < 1e-4
