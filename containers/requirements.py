@@ -60,12 +60,17 @@ def lock_pins(lock: Path = LOCK) -> dict[str, str]:
     return pins
 
 
+# The training image also runs the cluster's batch jobs that are not training: the drift CronJob
+# (`python -m monitoring drift`) and the retraining pipeline's steps (pipeline, promotion).
+IMAGE_EXTRAS = {"training": ("training", "monitoring")}
+
+
 def direct_requirements(image: str, pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[Requirement]:
     if image == "serving":
         return [Requirement(name) for name in SERVING_DIRECT]
     with pyproject.open("rb") as fh:
         extras = tomllib.load(fh)["project"]["optional-dependencies"]
-    return [Requirement(spec) for spec in extras[image]]
+    return [Requirement(spec) for extra in IMAGE_EXTRAS.get(image, (image,)) for spec in extras[extra]]
 
 
 def closure(direct: Iterable[Requirement]) -> set[str]:
