@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from policies import ens_levels
 
 MAPPING_FILE = Path(__file__).with_name("frameworks.yaml")
 CATALOGUE_FILE = Path(__file__).with_name("catalogue.yaml")
@@ -28,6 +30,7 @@ class Mapping:
     frameworks: dict[str, Framework]
     rules: dict[str, dict[str, Any]]
     catalogue: dict[str, dict[str, Any]]
+    ens_levels: ens_levels.EnsLevels = field(default_factory=ens_levels.EnsLevels)
 
     def references(self, rule: str, key: str) -> list[str]:
         return [str(x) for x in (self.rules.get(rule, {}).get(key) or {})]
@@ -78,4 +81,6 @@ def load(path: Path = MAPPING_FILE, catalogue_path: Path = CATALOGUE_FILE) -> Ma
         for key in FRAMEWORK_KEYS:
             if not isinstance(entry.get(key) or {}, dict):
                 raise ValueError(f"{path}: rule {name}: {key} must map each reference to why it applies")
-    return Mapping(frameworks, rules, catalogue)
+    return Mapping(
+        frameworks, rules, catalogue, ens_levels.parse(catalogue.get("ens") or {}, str(catalogue_path))
+    )

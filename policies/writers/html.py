@@ -66,7 +66,9 @@ def render_html(report: Report) -> str:
             on = ", ".join(_e(_short(u)) for u in row["evaluated"])
             status = row["status"]
             out.append(
-                f"<tr><td>{_e(row['ref'])}</td><td>{_e(row['title'])}</td><td>{links}</td>"
+                f"<tr><td>{_e(row['ref'])}</td><td>{_e(row['title'])}"
+                + (f"<br><small>{_e(row['level'])}</small>" if row["level"] else "")
+                + f"</td><td>{links}</td>"
                 f"<td class='{'fail' if status == 'fail' else 'pass' if status == 'pass' else 'waived'}'>{_e(status)}</td>"
                 f"<td><details><summary>{len(row['evaluated'])}</summary>{on}</details></td>"
                 f"<td>{row['failing']}</td><td>{row['waived']}</td><td>{row['undetermined']}</td></tr>"

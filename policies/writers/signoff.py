@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies import analyze, enforcement, frameworks
+from policies import analyze, enforcement, ens_levels, frameworks
 from policies.evidence import Report, _natural, _short
 from policies.rules import ALL_RULES, BY_NAME
 
@@ -113,6 +113,7 @@ def reference_rows(report: Report, key: str) -> list[dict[str, Any]]:
             {
                 "ref": ref,
                 "title": m.title(key, ref),
+                "level": ens_level(report, ref) if key == "ens" else "",
                 "rules": refs[ref],
                 "why": {r: m.why(r, key, ref) for r in refs[ref]},
                 "status": status,
@@ -123,6 +124,16 @@ def reference_rows(report: Report, key: str) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def ens_level(report: Report, ref: str) -> str:
+    """'source (ALTA profile) levels: requisito ALTA; refuerzos r1 ALTA; at MEDIA: not stated by source': the
+    vendored source's levels, and whether it applies at each ENS category the report's stacks are assessed at."""
+    lv = report.mapping.ens_levels
+    levels = lv.describe(ref) or "no level"
+    cats = [c for c in ens_levels.CATEGORIES if c in set(report.ens_category.values())]
+    head = f"source ({lv.profile or '?'} profile) levels: {levels}"
+    return "; ".join([head, *(f"at {c}: {lv.applicable(ref, c)}" for c in cats)])
 
 
 def references_md(report: Report) -> list[str]:
@@ -143,8 +154,9 @@ def references_md(report: Report) -> list[str]:
             on = ", ".join(_short(u) for u in r["evaluated"][:8]) + (
                 " ..." if len(r["evaluated"]) > 8 else ""
             )
+            title = f"{r['title']} ({r['level']})" if r["level"] else r["title"]
             lines.append(
-                f"| {r['ref']} | {r['title']} | {rules} | {r['status']} | {len(r['evaluated'])} | {r['failing']} | "
+                f"| {r['ref']} | {title} | {rules} | {r['status']} | {len(r['evaluated'])} | {r['failing']} | "
                 f"{r['waived']} | {r['undetermined']} | {on} |"
             )
         lines.append("")
