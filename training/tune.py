@@ -103,16 +103,18 @@ class _StopFlag:
 
 def _storage(url: str) -> Any:
     import optuna
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import IntegrityError, OperationalError
 
     kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {}
     for attempt in range(5):
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-        except OperationalError as exc:
-            # Workers starting together race to create the schema ("table ... already exists"): the loser
-            # retries against the tables the winner made.
-            if "already exists" not in str(exc) or attempt == 4:
+        except (OperationalError, IntegrityError) as exc:
+            # Workers starting together race to create the schema ("table ... already exists") or to stamp
+            # its version ("UNIQUE constraint failed: alembic_version"): the loser retries against what the
+            # winner made.
+            raced = "already exists" in str(exc) or "alembic_version" in str(exc)
+            if not raced or attempt == 4:
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
@@ -276,11 +278,12 @@ def _tell(study: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
 def _tag_child(parent_run: str, number: int) -> None:
     """The trainer's MLflow run (the last one this process ran) becomes a child of the study's run."""
     import mlflow
-    from mlflow.tracking import MlflowClient
+
+    from training import tune_report
 
     run = mlflow.last_active_run()
     if run is not None and run.info.run_id != parent_run:
-        client = MlflowClient()
+        client = tune_report.client()
         client.set_tag(run.info.run_id, "mlflow.parentRunId", parent_run)
         client.set_tag(run.info.run_id, "optuna.trial", str(number))
 

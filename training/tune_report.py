@@ -148,6 +148,14 @@ def _tracking(cfg: TuneConfig) -> bool:
     return True
 
 
+def client() -> Any:
+    """A client of the study's store, named explicitly: MLflow's process-wide tracking URI is whatever the
+    last `mlflow.set_tracking_uri` said (the trainer's, or an earlier run's in the same process)."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+
+
 def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> str | None:
     """The study's MLflow run (trials are its children); its id lives in the study storage for all workers."""
     if not base.mlflow or not _tracking(cfg):
@@ -155,32 +163,28 @@ def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> str | None:
     existing = study.user_attrs.get(PARENT_RUN)
     if existing:
         return str(existing)
-    from mlflow.tracking import MlflowClient
-
     from training import environment as env
 
-    client = MlflowClient()
+    mlc = client()
     name = env.MLFLOW_EXPERIMENT_NAME.get() or base.name
-    exp = client.get_experiment_by_name(name)
-    exp_id = exp.experiment_id if exp else client.create_experiment(name)
-    run = client.create_run(exp_id, tags={"mlflow.runName": f"study {study.study_name}"})
+    exp = mlc.get_experiment_by_name(name)
+    exp_id = exp.experiment_id if exp else mlc.create_experiment(name)
+    run = mlc.create_run(exp_id, tags={"mlflow.runName": f"study {study.study_name}"})
     for key, value in (("preset", cfg.preset), ("trials", cfg.trials), ("sampler", cfg.sampler)):
-        client.log_param(run.info.run_id, key, str(value))
-    client.log_param(run.info.run_id, "pruner", cfg.pruner)
-    client.log_param(run.info.run_id, "trial_timeout_s", str(cfg.trial_timeout_s))
-    client.log_param(run.info.run_id, "budget_eur", str(cfg.budget_eur))
+        mlc.log_param(run.info.run_id, key, str(value))
+    mlc.log_param(run.info.run_id, "pruner", cfg.pruner)
+    mlc.log_param(run.info.run_id, "trial_timeout_s", str(cfg.trial_timeout_s))
+    mlc.log_param(run.info.run_id, "budget_eur", str(cfg.budget_eur))
     study.set_user_attr(PARENT_RUN, run.info.run_id)
     return str(run.info.run_id)
 
 
 def _end_parent(run_id: str, record: dict[str, Any], output: Path) -> None:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient()
+    mlc = client()
     if record["best_value"] is not None:
-        client.log_metric(run_id, f"best_{METRIC}", record["best_value"])
-    client.log_metric(run_id, "spent_eur", record["budget"]["spent_eur"])
-    client.log_artifact(run_id, str(output / "study.json"))
+        mlc.log_metric(run_id, f"best_{METRIC}", record["best_value"])
+    mlc.log_metric(run_id, "spent_eur", record["budget"]["spent_eur"])
+    mlc.log_artifact(run_id, str(output / "study.json"))
     for png in sorted((output / "plots").glob("*.png")):
-        client.log_artifact(run_id, str(png), artifact_path="plots")
-    client.set_terminated(run_id, "FINISHED")
+        mlc.log_artifact(run_id, str(png), artifact_path="plots")
+    mlc.set_terminated(run_id, "FINISHED")

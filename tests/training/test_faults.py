@@ -148,7 +148,9 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_DEFAULT_REGION="eu-south-2",
-        TRAINING_STORAGE_RETRY_S="5",
+        TRAINING_STORAGE_RETRY_S="15",
+        # One attempt per call inside botocore, so the retries the test looks for are ours (tenacity).
+        AWS_MAX_ATTEMPTS="1",
     )
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
