@@ -8,6 +8,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from infra.azure import roles
+from infra.azure.alarms import serving_not_ready_alert
 from infra.azure.audit import Audit, AuditWorkspace
 from infra.azure.cluster import SPOT_TAINT, Cluster
 from infra.azure.identity import Identities
@@ -87,6 +88,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         },
         opts=pulumi.ResourceOptions(provider=provider, depends_on=[rg, *storage.accounts.values()]),
     )
+    serving_not_ready_alert(cfg, resource_group=resource_group, cluster_id=cluster.cluster.id, opts=in_rg)
     spot_pools: dict[str, tuple[Taint, ...]] = {
         pool: (SPOT_TAINT,)
         for pool, spec in (("serving", cfg.cluster.serving_pool), ("gpu", cfg.cluster.gpu_pool))
