@@ -163,6 +163,46 @@ def test_images_are_signed_after_the_push_and_verified_before_any_deploy() -> No
         assert runs.index("cosign verify") < runs.index("python -m promotion promote")
 
 
+PROVENANCE_ACTION = "actions/attest-build-provenance@"
+
+
+def test_each_pushed_digest_gets_a_provenance_attestation_verified_before_any_deploy() -> None:
+    main, promote = _load("main.yml"), _load("promote.yml")
+    images = main["jobs"]["images"]
+    assert images["permissions"]["attestations"] == "write" and images["permissions"]["id-token"] == "write"
+    steps = images["steps"]
+    attest = [s for s in steps if s.get("uses", "").startswith(PROVENANCE_ACTION)]
+    # One per image, bound to the name and digest the push returned (the build record), stored in
+    # the registry too; after the push and pull confirmation (the `refs` step reads the record).
+    subjects = {(s["with"]["subject-name"], s["with"]["subject-digest"]) for s in attest}
+    assert subjects == {
+        (f"${{{{ steps.refs.outputs.{w}_name }}}}", f"${{{{ steps.refs.outputs.{w}_digest }}}}")
+        for w in ("training", "serving")
+    }
+    assert all(s["with"]["push-to-registry"] is True for s in attest)
+    refs = next(i for i, s in enumerate(steps) if s.get("id") == "refs")
+    assert all(steps.index(s) > refs for s in attest)
+    for w in ("name", "digest"):
+        assert f'print(f"{{which}}_{w}={{{w}}}")' in steps[refs]["run"]
+    # Verified before `promotion promote`, against the signer workflow and branch, from the registry.
+    for job in (main["jobs"]["promote-dev"], promote["jobs"]["gates"]):
+        runs = _runs(job)
+        verify = runs.index("gh attestation verify")
+        assert verify < runs.index("python -m promotion promote")
+        command = runs[verify : runs.index("done", verify)]
+        for flag in (
+            "--bundle-from-oci",
+            '--repo "$GITHUB_REPOSITORY"',
+            "/.github/workflows/main.yml",
+            "refs/heads/main",
+        ):
+            assert flag in command, flag
+        assert job["permissions"].get("attestations") == "read"  # read, never write, where it deploys
+        logins = [i for i, s in enumerate(job["steps"]) if "amazon-ecr-login@" in s.get("uses", "")]
+        verifying = next(i for i, s in enumerate(job["steps"]) if "gh attestation verify" in s.get("run", ""))
+        assert logins and logins[0] < verifying  # the registry holds signatures and attestations
+
+
 def test_promotion_deploys_smokes_then_moves_the_alias_and_brings_config_back_as_a_pr() -> None:
     main, promote = _load("main.yml"), _load("promote.yml")
     for workflow, job_name in ((main, "promote-dev"), (promote, "gates")):
