@@ -1,10 +1,14 @@
-"""ENS (RD 311/2022) Anexo II levels per measure, as data in policies/catalogue.yaml (`ens.levels`,
-`ens.levels_source`): typed and validated once, at load.
+"""ENS (RD 311/2022) Anexo II per-category applicability of each measure, as data in policies/catalogue.yaml
+(`ens.annex_ii`): typed and validated once, at load.
 
-The data comes from a vendored reading of Prowler's ENS compliance file, which is a "Categoría Alta"
-profile: it says what applies at its profile category only. So `applicable()` answers "applicable" only
-where the stack's category is one the source lists for the measure, and "not stated by source" elsewhere;
-it never answers "not applicable" for a category the source does not cover."""
+Each row is the Anexo II table's row for a measure: `by` (the "Categoría o dimensiones" column) and the three
+cells BÁSICA / MEDIA / ALTA as printed ("n.a.", "aplica", "+ R1 + R2", "+ [R1 o R2]"), with the sources it was
+read from (every source named under `ens.annex_ii.sources`, with where and when it was read).
+
+Where a measure goes by dimensions (e.g. "C I"), the columns are that dimension's level (BAJO / MEDIO / ALTO),
+not the system's category: a MEDIA system may have that dimension at BAJO. `applicable()` then says which
+cells are possible at the category instead of picking one. A catalogued measure without a row answers
+"not stated by source", never "not applicable"."""
 
 from __future__ import annotations
 
@@ -13,91 +17,122 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CATEGORIES = ("BASICA", "MEDIA", "ALTA")
-LEVELS = (*CATEGORIES, "OPCIONAL")
-APPLICABLE = "applicable"
+DIMENSION_LEVELS = ("BAJO", "MEDIO", "ALTO")  # the column headings when a measure goes by dimensions
+DIMENSIONS = (
+    "C",
+    "I",
+    "T",
+    "A",
+    "D",
+)  # confidencialidad, integridad, trazabilidad, autenticidad, disponibilidad
+BY_CATEGORY = "Categoría"
+NOT_APPLICABLE = "n.a."
+APPLIES = "aplica"
 NOT_STATED = "not stated by source"
-NOT_REQUIRED = "not required by source"
+# A cell: n.a., aplica, or refuerzos: "+ R1", "+ [R1 o R2 o R3] + R5" ([...] = one of them).
+_TERM = r"(?:R\d+|\[R\d+(?: o R\d+)+\])"
+_REFUERZOS = re.compile(rf"\+ {_TERM}(?: \+ {_TERM})*")
 
 
 @dataclass(frozen=True)
-class MeasureLevels:
-    requisito: tuple[str, ...]  # categories whose requisito entries list the measure
-    refuerzos: dict[str, str]  # refuerzo id -> level
+class Row:
+    by: tuple[str, ...]  # () = by category; else the dimensions whose level selects the column
+    cells: dict[str, str]  # category -> cell, as printed in the table
+    sources: tuple[str, ...]
+    disputed: str = ""  # where the sources differ: what the other one says
 
 
 @dataclass(frozen=True)
 class EnsLevels:
-    source: dict[str, Any] = field(default_factory=dict)
-    profile: str = ""
-    measures: dict[str, MeasureLevels] = field(default_factory=dict)
-    without_level: frozenset[str] = frozenset()  # listed in the source note: no requisito level
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    measures: dict[str, Row] = field(default_factory=dict)
 
     def describe(self, ref: str) -> str:
-        """'requisito ALTA; refuerzos r1 ALTA, r2 OPCIONAL' ('' where the source gives no level)."""
-        lv = self.measures.get(ref)
-        if lv is None:
+        """'Anexo II (by category): BASICA aplica, MEDIA + R1, ALTA + R1', or by dimension 'BAJO n.a., MEDIO
+        aplica, ALTO + R1' ('' without a row)."""
+        row = self.measures.get(ref)
+        if row is None:
             return ""
-        parts = [f"requisito {'/'.join(lv.requisito)}"] if lv.requisito else ["no requisito"]
-        if lv.refuerzos:
-            parts.append(
-                "refuerzos "
-                + ", ".join(f"{r.removeprefix(ref + '.')} {lvl}" for r, lvl in lv.refuerzos.items())
-            )
-        return "; ".join(parts)
+        by = "by category" if not row.by else f"by dimension {' '.join(row.by)}"
+        heads = DIMENSION_LEVELS if row.by else CATEGORIES  # the columns are dimension levels there
+        # ", " not " | ": the report puts this in a Markdown table cell.
+        cells = ", ".join(f"{h} {row.cells[c]}" for h, c in zip(heads, CATEGORIES, strict=True))
+        note = f" [sources differ: {row.disputed}]" if row.disputed else ""
+        return f"Anexo II ({by}): {cells}{note}"
 
     def applicable(self, ref: str, category: str) -> str:
-        """Whether the source says the measure applies at a stack's ENS category."""
-        lv = self.measures.get(ref)
-        if lv is None or not lv.requisito:
+        """What the table requires of the measure for a system of this ENS category."""
+        row = self.measures.get(ref)
+        if row is None:
             return NOT_STATED
-        if category in lv.requisito:
-            return APPLICABLE
-        # The source is a single-category profile: below it, it is silent, not negative.
-        return NOT_REQUIRED if category == self.profile else NOT_STATED
+        if category not in CATEGORIES:
+            raise ValueError(f"ENS category {category!r}: use one of {CATEGORIES}")
+        if not row.by:
+            return _say(row.cells[category])
+        # The category is the highest dimension level (Anexo I), so the measure's dimensions may sit at any
+        # level up to it: each of those columns is possible.
+        upto = CATEGORIES[: CATEGORIES.index(category) + 1]
+        possible = {row.cells[c] for c in upto}
+        if len(possible) == 1:
+            return _say(possible.pop())
+        dims = " ".join(row.by)
+        levels = "; ".join(f"{DIMENSION_LEVELS[CATEGORIES.index(c)]} {_say(row.cells[c])}" for c in upto)
+        return f"by the level of {dims}: {levels}"
+
+
+def _say(cell: str) -> str:
+    if cell == NOT_APPLICABLE:
+        return "not applicable (n.a.)"
+    return "applies" if cell == APPLIES else f"applies {cell}"
 
 
 def parse(data: dict[str, Any], where: str) -> EnsLevels:
     """The `ens` section of the catalogue -> EnsLevels; ValueError saying what to fix."""
-    src = data.get("levels_source")
-    raw = data.get("levels")
-    if src is None and raw is None:
+    table = data.get("annex_ii")
+    if table is None:
         return EnsLevels()
-    if not isinstance(src, dict) or not isinstance(raw, dict):
-        raise ValueError(f"{where}: ens.levels and ens.levels_source must both be mappings")
-    for key in ("file", "repository", "commit", "read", "profile"):
-        if not src.get(key):
-            raise ValueError(f"{where}: ens.levels_source.{key} is missing (name the source you read)")
-    if not re.fullmatch(r"[0-9a-f]{40}", str(src["commit"])):
-        raise ValueError(f"{where}: ens.levels_source.commit must be the 40-hex commit you read")
-    if src["profile"] not in CATEGORIES:
-        raise ValueError(f"{where}: ens.levels_source.profile must be one of {CATEGORIES}")
-    refs = set(data.get("refs") or {})
-    measures: dict[str, MeasureLevels] = {}
-    for ref, entry in raw.items():
-        if ref not in refs:
-            raise ValueError(f"{where}: ens.levels.{ref} is not a catalogued measure (add it to ens.refs)")
-        entry = entry or {}
-        req = tuple(entry.get("requisito") or ())
-        refz = {str(k): str(v) for k, v in (entry.get("refuerzos") or {}).items()}
-        bad = [x for x in req if x not in CATEGORIES] + [v for v in refz.values() if v not in LEVELS]
-        if bad:
-            raise ValueError(
-                f"{where}: ens.levels.{ref}: levels {bad}; use {LEVELS} (requisito: {CATEGORIES})"
-            )
-        stray = [r for r in refz if not re.fullmatch(re.escape(ref) + r"\.r\d+", r)]
-        if stray:
-            raise ValueError(f"{where}: ens.levels.{ref}: refuerzo ids {stray} must be {ref}.rN")
-        measures[ref] = MeasureLevels(req, refz)
-    without = set(src.get("without_requisito") or []) | set(src.get("not_in_source") or [])
-    unknown = without - refs
-    if unknown:
-        raise ValueError(f"{where}: ens.levels_source lists {sorted(unknown)}, not catalogued measures")
-    with_level = {r for r, m in measures.items() if m.requisito}
-    both, neither = with_level & without, refs - with_level - without
-    if both or neither:
+    if not isinstance(table, dict) or not isinstance(table.get("sources"), dict):
         raise ValueError(
-            f"{where}: every ENS measure needs requisito levels in ens.levels or a place in "
-            f"ens.levels_source.without_requisito / not_in_source, not both: both {sorted(both)}, "
-            f"neither {sorted(neither)}"
+            f"{where}: ens.annex_ii needs `sources` (name, title, where and when read) and `measures`"
         )
-    return EnsLevels(dict(src), str(src["profile"]), measures, frozenset(without))
+    stray = set(table) - {"sources", "measures"}
+    if stray:
+        raise ValueError(f"{where}: ens.annex_ii has {sorted(stray)}; rows go under ens.annex_ii.measures")
+    sources: dict[str, dict[str, Any]] = table["sources"]
+    for name, src in sources.items():
+        src = src or {}
+        missing = [k for k in ("title", "read") if not src.get(k)]
+        # Where it was read: a repository file at a commit, or (a document read otherwise) how it was read.
+        if not (src.get("repository") and src.get("commit") and src.get("file")) and not src.get("read_via"):
+            missing.append("repository+commit+file or read_via")
+        if src.get("commit") and not re.fullmatch(r"[0-9a-f]{40}", str(src["commit"])):
+            missing.append("commit as the 40-hex commit read")
+        if missing:
+            raise ValueError(f"{where}: ens.annex_ii.sources.{name}: missing {missing} (say what you read)")
+    refs = set(data.get("refs") or {})
+    measures: dict[str, Row] = {}
+    for ref, entry in (table.get("measures") or {}).items():
+        measures[ref] = _row(ref, entry or {}, refs, set(sources), where)
+    return EnsLevels(sources, measures)
+
+
+def _row(ref: str, entry: dict[str, Any], refs: set[str], sources: set[str], where: str) -> Row:
+    at = f"{where}: ens.annex_ii.measures.{ref}"
+    if ref not in refs:
+        raise ValueError(f"{at}: not a catalogued measure (add it to ens.refs)")
+    by = str(entry.get("by", ""))
+    dims = () if by == BY_CATEGORY else tuple(by.split())
+    if by != BY_CATEGORY and (not dims or set(dims) - set(DIMENSIONS)):
+        raise ValueError(f"{at}: by {by!r}; use {BY_CATEGORY!r} or dimensions from {DIMENSIONS}")
+    cells = entry.get("cells")
+    if not isinstance(cells, list) or len(cells) != len(CATEGORIES):
+        raise ValueError(f"{at}: cells must be the {len(CATEGORIES)} cells {CATEGORIES}")
+    bad = [c for c in cells if c not in (NOT_APPLICABLE, APPLIES) and not _REFUERZOS.fullmatch(str(c))]
+    if bad:
+        raise ValueError(f"{at}: cells {bad}; use n.a., aplica or refuerzos like '+ R1 + [R2 o R3]'")
+    src = tuple(entry.get("src") or ())
+    if not src or set(src) - sources:
+        raise ValueError(f"{at}: src {list(src)} must name sources listed under ens.annex_ii.sources")
+    return Row(
+        dims, dict(zip(CATEGORIES, map(str, cells), strict=True)), src, str(entry.get("disputed") or "")
+    )

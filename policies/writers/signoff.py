@@ -127,12 +127,12 @@ def reference_rows(report: Report, key: str) -> list[dict[str, Any]]:
 
 
 def ens_level(report: Report, ref: str) -> str:
-    """'source (ALTA profile) levels: requisito ALTA; refuerzos r1 ALTA; at MEDIA: not stated by source': the
-    vendored source's levels, and whether it applies at each ENS category the report's stacks are assessed at."""
+    """'Anexo II (by category): BASICA aplica, MEDIA + R1, ALTA + R1; at MEDIA: applies + R1': the measure's
+    Anexo II row (catalogue ens.annex_ii) and what it requires at each ENS category the report's stacks are
+    assessed at ('not stated by source' for a measure without a row, never 'not applicable')."""
     lv = report.mapping.ens_levels
-    levels = lv.describe(ref) or "no level"
     cats = [c for c in ens_levels.CATEGORIES if c in set(report.ens_category.values())]
-    head = f"source ({lv.profile or '?'} profile) levels: {levels}"
+    head = lv.describe(ref) or f"Anexo II: {ens_levels.NOT_STATED}"
     return "; ".join([head, *(f"at {c}: {lv.applicable(ref, c)}" for c in cats)])
 
 

@@ -3,8 +3,6 @@ title, every mapping line says why, and the corrections of issue 12 hold."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from policies.frameworks import FRAMEWORK_KEYS, load
@@ -70,71 +68,8 @@ def test_mapping_covers_every_rule() -> None:
     assert set(load().rules) == {r.name for r in ALL_RULES}
 
 
-# Mapped ENS measures the vendored source (Prowler's ENS file, ens.levels_source) gives no requisito level:
-# listed there as without_requisito / not_in_source. Exactly this set may lack levels.
-ENS_MAPPED_WITHOUT_LEVEL = {
-    "mp.info.2",
-    "mp.info.6",
-    "mp.si.5",
-    "mp.sw.2",
-    "op.exp.2",
-    "op.exp.3",
-    "op.exp.5",
-    "op.nub.1",
-}
-
-
-def test_every_mapped_ens_measure_has_levels_or_is_listed_without() -> None:
+# ENS Anexo II levels per measure (catalogue ens.annex_ii): tests/policies/test_ens_levels.py.
+def test_every_mapped_ens_measure_has_its_anexo_ii_row() -> None:
     m = load()
     mapped = {ref for rule in m.rules for ref in m.references(rule, "ens")}
-    without = {ref for ref in mapped if not m.ens_levels.describe(ref).startswith("requisito ")}
-    assert without == ENS_MAPPED_WITHOUT_LEVEL
-    assert without <= m.ens_levels.without_level  # and the catalogue's source note lists each of them
-
-
-def test_ens_levels_are_the_values_read_from_prowler() -> None:
-    lv = load().ens_levels
-    assert lv.source["commit"] == "0de111837dbbc623079816677a42d89504683496"
-    assert lv.source["file"] == "prowler/compliance/aws/ens_rd2022_aws.json"
-    # Literal values of that file: mp.si.2 requisito Nivel alto, refuerzos r1 (Productos certificados) and
-    # r2 (Copias de seguridad) alto; op.acc.3.r2 (Privilegios de auditoría) Nivel opcional; op.exp.8.r1/r3/r4.
-    assert lv.measures["mp.si.2"].requisito == ("ALTA",)
-    assert lv.measures["mp.si.2"].refuerzos == {"mp.si.2.r1": "ALTA", "mp.si.2.r2": "ALTA"}
-    assert lv.measures["op.acc.3"].refuerzos["op.acc.3.r2"] == "OPCIONAL"
-    assert set(lv.measures["op.exp.8"].refuerzos) == {"op.exp.8.r1", "op.exp.8.r3", "op.exp.8.r4"}
-
-
-def test_ens_applicability_never_reads_silence_as_not_applicable() -> None:
-    lv = load().ens_levels
-    assert lv.applicable("mp.si.2", "ALTA") == "applicable"
-    # The source is a Categoría Alta profile: it says nothing about MEDIA, which is not "not applicable".
-    assert lv.applicable("mp.si.2", "MEDIA") == "not stated by source"
-    assert lv.applicable("op.nub.1", "ALTA") == "not stated by source"
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"mp.si.2": {"requisito": ["ALTO"]}}, "levels ['ALTO']"),
-        ({"mp.si.2": {"requisito": ["ALTA"], "refuerzos": {"mp.si.3.r1": "ALTA"}}}, "must be mp.si.2.rN"),
-        ({"op.nub.1": {"requisito": ["ALTA"]}}, "not both"),  # also listed in not_in_source
-    ],
-)
-def test_bad_ens_levels_are_rejected(change: dict, message: str) -> None:
-    from policies import ens_levels
-
-    ens = load().catalogue["ens"]
-    with pytest.raises(ValueError, match=re.escape(message)):
-        ens_levels.parse({**ens, "levels": {**ens["levels"], **change}}, "catalogue.yaml")
-
-
-def test_report_prints_ens_level_and_applicability_per_assessed_category() -> None:
-    from types import SimpleNamespace
-
-    from policies.writers.signoff import ens_level
-
-    report = SimpleNamespace(mapping=load(), ens_category={"dev": "BASICA", "prod": "MEDIA", "x": "ALTA"})
-    assert ens_level(report, "mp.si.2") == (  # type: ignore[arg-type]
-        "source (ALTA profile) levels: requisito ALTA; refuerzos r1 ALTA, r2 ALTA; "
-        "at BASICA: not stated by source; at MEDIA: not stated by source; at ALTA: applicable"
-    )
+    assert mapped and all(m.ens_levels.describe(ref).startswith("Anexo II (") for ref in mapped)
