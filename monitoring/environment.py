@@ -74,6 +74,14 @@ MONITORING_PUSHGATEWAY_URL = _declare(
     "MONITORING_PUSHGATEWAY_URL",
     str,
     None,
-    "Pushgateway the drift/evaluate jobs push their gauges to (e.g. http://pushgateway.monitoring:9091); "
+    "Pushgateway the drift/evaluate jobs and the trainer (progress stamp) push their gauges to (e.g. http://pushgateway.monitoring:9091); "
     "unset = no push (the gauges are still written to DIR/metrics.prom).",
+)
+MONITORING_JOB_NAME = _declare(
+    "MONITORING_JOB_NAME",
+    str,
+    None,
+    "Name of the Kubernetes Job a training run belongs to (set by `python -m training launch`): the `job_name` "
+    "label of the progress stamp the trainer pushes to MONITORING_PUSHGATEWAY_URL (TrainingNoProgress joins it "
+    "with kube-state-metrics' kube_job_status_active). Unset = no push.",
 )

@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -58,8 +59,13 @@ def binary(name: str) -> str:
 
 
 class LocalAlerting:
-    def __init__(self, workdir: Path, *, metrics_dirs: list[Path], for_override: str = "0s") -> None:
+    def __init__(
+        self, workdir: Path, *, metrics_dirs: list[Path], for_override: str = "0s",
+        scrape_targets: Sequence[str] = (),
+    ) -> None:  # fmt: skip
+        """`scrape_targets`: more host:port targets scraped with honor_labels (e.g. a Pushgateway)."""
         self.workdir, self.metrics_dirs, self.for_override = Path(workdir), metrics_dirs, for_override
+        self.scrape_targets = list(scrape_targets)
         self.received: list[dict[str, Any]] = []
         self.procs: list[subprocess.Popen] = []
         self._servers: list[_Server] = []
@@ -174,7 +180,8 @@ class LocalAlerting:
             "rule_files": self._rules(),
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
             "scrape_configs": [{"job_name": "monitoring-jobs", "honor_labels": True,
-                                "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}"]}]}],
+                                "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}",
+                                                                *self.scrape_targets]}]}],
         }))  # fmt: skip
         prom = self._start(
             [binary("prometheus"), f"--config.file={prom_config}", f"--storage.tsdb.path={self.workdir / 'prom-data'}",

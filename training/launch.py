@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitoring import environment as monitoring_env
 from training import environment as envvars
 from training.errors import EXIT_PREEMPTED, EXIT_STORAGE, ConfigError
 
@@ -68,6 +69,9 @@ CLOUD_POD_LABELS: dict[str, dict[str, str]] = {
     "azure": {"azure.workload.identity/use": "true"},
 }
 DEFAULT_IMAGE = "eu-ml-platform/training:latest"
+# infra/k8s/monitoring.py PUSHGATEWAY_URL (the same Service in every stack; a test ties the two): the trainer
+# pushes its progress stamp there (monitoring/progress.py) for the TrainingNoProgress alert.
+DEFAULT_PUSHGATEWAY = "http://prometheus-prometheus-pushgateway.monitoring.svc:9091"
 # `python -m containers.build` records the images it built (and pushed) here.
 BUILD_RECORD = Path("reports/images/build-record.json")
 CONTAINER = "trainer"
@@ -135,6 +139,8 @@ class LaunchConfig:
     nodes cannot loop forever. None: no limit."""
     max_preemptions: int = 30
     """Exits 75 recorded in the checkpoint after which the trainer refuses with exit 3 (fails the Job)."""
+    pushgateway_url: str | None = DEFAULT_PUSHGATEWAY
+    """Pushgateway for the progress stamp (labelled with the Job name); None: no push."""
 
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
@@ -279,6 +285,15 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
         # Lost peers surface in Python (exit 75) instead of a watchdog abort (134): training/distributed.py.
         envvars.TORCH_NCCL_ASYNC_ERROR_HANDLING.name: "2",
         envvars.TRAINING_MAX_PREEMPTIONS.name: str(cfg.max_preemptions),
+        # Progress stamp for TrainingNoProgress (monitoring/progress.py), joined on the Job's name.
+        **(
+            {
+                monitoring_env.MONITORING_PUSHGATEWAY_URL.name: cfg.pushgateway_url,
+                monitoring_env.MONITORING_JOB_NAME.name: cfg.name,
+            }
+            if cfg.pushgateway_url
+            else {}
+        ),
         **cfg.env,
     }
     resources: dict[str, Any] = {

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from monitoring import progress as training_progress
 from training import accel, data, distributed, features, preemption, report
 from training import checkpoint as ckpt
 from training import environment as env
@@ -329,6 +330,9 @@ def _loop(
                         row["gpu_utilization"] = float(torch.cuda.utilization())
                 state.history.append(row)
                 tracker.metrics({k: v for k, v in row.items() if k not in ("step", "epoch")}, state.step)
+                # The TrainingNoProgress alert's stamp; never blocks (monitoring/progress.py).
+                if dist.is_main:
+                    training_progress.mark(state.step)
                 log.info(
                     "step %d epoch %d loss %.4f lr %.2e %.1f samples/s",
                     state.step,

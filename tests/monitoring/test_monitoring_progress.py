@@ -1,0 +1,206 @@
+"""The trainer's progress stamp (issue 13, item 4: "a training job ... making no progress for N minutes").
+
+A real Pushgateway (Debian's prometheus-pushgateway) receives what a real training run pushes; a real
+Prometheus scrapes it with the repository's rules and the TrainingNoProgress alert reaches the local
+webhook through a real Alertmanager for a stuck job only. A gateway that never answers costs the
+training loop nothing and is logged once. The Job that `training launch` renders carries the settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from monitoring import progress
+from monitoring.localstack import LocalAlerting, free_port
+
+GATEWAY = shutil.which("prometheus-pushgateway")
+SMALL = ["export=false", "baselines=false", "data.max_train_rows=160", "epochs=1", "max_steps=4"]
+
+
+def read(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return resp.read().decode()
+
+
+def gauge(body: str, name: str, job_name: str) -> float | None:
+    """The value of `name` for this job_name on the gateway's /metrics (labels in any order)."""
+    for line in body.splitlines():
+        if line.startswith(name + "{") and f'job_name="{job_name}"' in line and 'job="ml-training"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if GATEWAY is None:
+        pytest.skip(
+            "prometheus-pushgateway is missing: apt-get install prometheus-pushgateway (.ci/run does)"
+        )
+    port = free_port()
+    log = (tmp_path_factory.mktemp("pushgateway") / "pushgateway.log").open("wb")
+    proc = subprocess.Popen(
+        [GATEWAY, f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                read(f"{url}/-/ready")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"pushgateway did not start: {Path(log.name).read_text()[-2000:]}"
+                    ) from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+        log.close()
+
+
+@pytest.fixture
+def fresh_pusher(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The trainer's module-level pusher is built from the environment on its first mark: per test."""
+    monkeypatch.setattr(progress, "_pusher", None)
+    yield
+    if progress._pusher is not None:
+        progress._pusher.close()
+
+
+@pytest.mark.integration
+def test_a_real_training_run_pushes_its_progress_per_logged_step(
+    gateway: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_pusher: None
+) -> None:
+    from training.cli import main
+
+    monkeypatch.setenv("MONITORING_PUSHGATEWAY_URL", gateway)
+    monkeypatch.setenv("MONITORING_JOB_NAME", "train-e2e")
+    monkeypatch.setenv("TRAINING_MLFLOW", "0")
+    started = time.time()
+    assert (
+        main(["train", "--preset", "smoke", "--output", str(tmp_path / "run"), *SMALL, "log_every_steps=2"])
+        == 0
+    )
+    # The push is off the loop's thread: the last stamp arrives shortly after the step it reports.
+    deadline, body = time.monotonic() + 20, ""
+    while time.monotonic() < deadline and gauge(body, "ml_training_step", "train-e2e") != 4.0:
+        time.sleep(0.2)
+        body = read(f"{gateway}/metrics")
+    assert gauge(body, "ml_training_step", "train-e2e") == 4.0, body[-2000:]
+    stamp = gauge(body, "ml_training_last_progress_timestamp_seconds", "train-e2e")
+    assert stamp is not None and started <= stamp <= time.time()
+    assert progress._pusher.pushed >= 1 and progress._pusher.failed == 0
+
+
+@pytest.mark.integration
+def test_the_alert_fires_for_a_stuck_job_only_from_the_pushed_series(gateway: str, tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
+
+    # kube-state-metrics' view of the two Jobs (both active), pushed as it would be scraped.
+    registry = CollectorRegistry()
+    active = Gauge(
+        "kube_job_status_active", "stub of kube-state-metrics", ["namespace", "job_name"], registry=registry
+    )
+    for job in ("train-stuck", "train-live"):
+        active.labels(namespace="training", job_name=job).set(1)
+    push_to_gateway(gateway, job="kube-state-metrics", registry=registry, timeout=5)
+    stuck = progress.ProgressPusher(gateway, "train-stuck")
+    stuck.mark(120, now=time.time() - 3600)  # its last logged step was an hour ago
+    live = progress.ProgressPusher(gateway, "train-live")
+    live.mark(5000)
+    stuck.close()
+    live.close()
+    assert (stuck.pushed, live.pushed) == (1, 1)
+
+    host = gateway.removeprefix("http://")
+    with LocalAlerting(tmp_path / "alerting", metrics_dirs=[], scrape_targets=[host]) as stack:
+        alert = stack.wait_for("TrainingNoProgress", timeout_s=90)
+        assert alert is not None, (tmp_path / "alerting" / "prometheus.log").read_text()[-2000:]
+        assert alert["labels"]["job_name"] == "train-stuck"
+        assert (alert["labels"]["severity"], alert["labels"]["owner"]) == ("warning", "ml")
+        assert "made no progress" in alert["annotations"]["summary"]
+        firing = read(f"{stack.prometheus_url}/api/v1/alerts")
+    assert '"job_name":"train-stuck"' in firing and '"job_name":"train-live"' not in firing
+
+
+class _Silent(BaseHTTPRequestHandler):
+    """A gateway that accepts and never answers (the worst case: a hung node, not a refused port)."""
+
+    def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+        time.sleep(30)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.integration
+def test_a_hung_gateway_never_slows_or_fails_training_and_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    pusher = progress.ProgressPusher(f"http://127.0.0.1:{server.server_address[1]}", "train-x", timeout_s=0.5)
+    done = threading.Event()
+
+    def loop() -> None:  # the training loop's side: 2,000 logged steps
+        for step in range(2000):
+            pusher.mark(step)
+        done.set()
+
+    with caplog.at_level(logging.WARNING, logger="monitoring.progress"):
+        threading.Thread(target=loop, daemon=True).start()
+        # Each push waits up to 0.5 s on the hung gateway; the marks do not wait for it at all.
+        assert done.wait(timeout=20), "mark() blocked on a hung Pushgateway"
+        deadline = time.monotonic() + 10
+        while pusher.failed < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pusher.mark(3000)
+        pusher.close(timeout_s=2)
+    server.shutdown()
+    server.server_close()
+    assert pusher.failed >= 2 and pusher.pushed == 0
+    warnings = [r for r in caplog.records if r.name == "monitoring.progress"]
+    assert len(warnings) == 1 and "failed" in warnings[0].getMessage()
+
+
+def test_off_without_a_gateway_or_job_name() -> None:
+    assert isinstance(progress.from_environment({}), progress._Off)
+    assert isinstance(
+        progress.from_environment({"MONITORING_PUSHGATEWAY_URL": "http://x:9091"}), progress._Off
+    )
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure"])
+def test_the_rendered_training_job_points_the_trainer_at_the_stacks_pushgateway(cloud: str) -> None:
+    from infra.k8s.monitoring import PUSHGATEWAY_URL
+    from training.launch import LaunchConfig, render_job
+
+    job = render_job(LaunchConfig(name="sentiment-7", cloud=cloud))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    # The Service every stack's Prometheus chart runs (infra), and the Job's own name: the label that
+    # kube-state-metrics' kube_job_status_active{job_name} carries, which the rule joins on.
+    assert env["MONITORING_PUSHGATEWAY_URL"] == PUSHGATEWAY_URL
+    assert env["MONITORING_JOB_NAME"] == job["metadata"]["name"] == "sentiment-7"
+    assert re.fullmatch(r"[a-z0-9-]+", env["MONITORING_JOB_NAME"])
+    off = render_job(LaunchConfig(name="sentiment-7", cloud=cloud, pushgateway_url=None))
+    names = {e["name"] for e in off["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert not names & {"MONITORING_PUSHGATEWAY_URL", "MONITORING_JOB_NAME"}
