@@ -8,6 +8,9 @@ python -m monitoring reference --manifest runs/demo/train/manifest.json --bundle
 python -m monitoring evaluate --url 127.0.0.1:8000 --manifest M --bundle B --out DIR [--rows 500]
     sends the test split's labelled sample through the live endpoint: accuracy, F1, AUC vs training
 python -m monitoring texts --manifest M --out clean.txt    (or --shifted: another domain; demo, checks)
+python -m monitoring budget --cloud aws --budget mlp-dev-monthly --stack dev [--out DIR]
+    (or --cloud azure --scope /subscriptions/<id>/resourceGroups/<rg>): the budget's limit and month-end
+    forecast as ml_budget_limit_eur / ml_budget_forecast_eur (pushed like the other jobs' gauges)
 python -m monitoring env
 """
 
@@ -65,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--manifest", type=Path, help="training manifest.json (clean window: its test split)")
     w.add_argument("--shifted", action="store_true", help="Python documentation sentences instead")
     w.add_argument("--data-encoding")
+    b = sub.add_parser("budget", help="the stack's budget limit and month-end forecast as gauges (cost job)")
+    b.add_argument("--cloud", required=True, choices=["aws", "azure", "gcp"])
+    b.add_argument("--budget", required=True, help="budget name (infra: <stack name>-monthly)")
+    b.add_argument("--stack", required=True, help="stack label of the gauges (the alert groups by it)")
+    b.add_argument("--out", type=Path, help="also write DIR/metrics.prom")
+    b.add_argument("--account-id", help="AWS account (default: the caller's, from STS)")
+    b.add_argument("--scope", help="Azure: the budget's scope, /subscriptions/<id>/resourceGroups/<rg>")
+    b.add_argument("--eur-per-unit", type=float, help="conversion when the budget is not in EUR")
     sub.add_parser("env", help="environment variables the serving models and jobs read")
     return ap
 
@@ -137,6 +148,34 @@ def _texts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget(args: argparse.Namespace) -> int:
+    from monitoring import budget, metrics
+    from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+
+    if args.cloud == "gcp":
+        raise InputError(
+            "GCP's Billing Budgets API returns no spend or forecast (only its Pub/Sub notifications carry "
+            "amounts, without a forecast): the budget's own forecast e-mail is GCP's alert (monitoring/README.md)"
+        )
+    if args.cloud == "azure":
+        if not args.scope:
+            raise InputError("--cloud azure needs --scope /subscriptions/<id>/resourceGroups/<rg>")
+        found = budget.read_azure(args.scope, args.budget)
+    else:
+        found = budget.read_aws(args.budget, args.account_id)
+    limit, forecast = found.in_eur(args.eur_per_unit)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    metrics.export(budget.BUDGET_JOB, {"stack": args.stack}, budget.gauges(args.stack, limit, forecast),
+                   out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+    print(
+        json.dumps(
+            {"stack": args.stack, "source": found.source, "limit_eur": limit, "forecast_eur": forecast}
+        )
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -146,9 +185,13 @@ def main(argv: list[str] | None = None) -> int:
             for var in ENVIRONMENT_VARIABLES:
                 print(f"{var.name} ({var.type.__name__}, default {var.default!r}): {var.doc}")
             return 0
-        return {"drift": _drift, "reference": _reference, "evaluate": _evaluate, "texts": _texts}[
-            args.command
-        ](args)
+        return {
+            "drift": _drift,
+            "reference": _reference,
+            "evaluate": _evaluate,
+            "texts": _texts,
+            "budget": _budget,
+        }[args.command](args)
     except InputError as exc:
         print(f"monitoring {args.command}: {exc}", file=sys.stderr)
         return 2
