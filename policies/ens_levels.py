@@ -3,7 +3,8 @@
 
 Each row is the Anexo II table's row for a measure: `by` (the "Categoría o dimensiones" column) and the three
 cells BÁSICA / MEDIA / ALTA as printed ("n.a.", "aplica", "+ R1 + R2", "+ [R1 o R2]"), with the sources it was
-read from (every source named under `ens.annex_ii.sources`, with where and when it was read).
+read from (every source named under `ens.annex_ii.sources`, with where and when it was read, and `columns`
+where it prints only some). Where the sources differ, `disputed` says who prints what; describe() shows it.
 
 Where a measure goes by dimensions (e.g. "C I"), the columns are that dimension's level (BAJO / MEDIO / ALTO),
 not the system's category: a MEDIA system may have that dimension at BAJO. `applicable()` then says which
@@ -107,6 +108,8 @@ def parse(data: dict[str, Any], where: str) -> EnsLevels:
             missing.append("repository+commit+file or read_via")
         if src.get("commit") and not re.fullmatch(r"[0-9a-f]{40}", str(src["commit"])):
             missing.append("commit as the 40-hex commit read")
+        if set(src.get("columns") or CATEGORIES) - set(CATEGORIES):  # a source printing only some columns
+            missing.append(f"columns from {CATEGORIES}")
         if missing:
             raise ValueError(f"{where}: ens.annex_ii.sources.{name}: missing {missing} (say what you read)")
     refs = set(data.get("refs") or {})

@@ -36,7 +36,7 @@ def test_every_cell_is_in_the_allowed_set_and_every_row_names_its_sources() -> N
 
 
 def test_values_are_the_cells_the_sources_print() -> None:
-    # Literal cells of the Anexo II table as CCN-STIC 888 section 3 and the opos_gsi transcription print them.
+    # Literal cells of the Anexo II table as CCN-STIC 888, opos_gsi and (ALTA only) CCN-STIC 886 print them.
     lv = load().ens_levels
     expect = {
         "op.nub.1": ((), ("aplica", "+ R1", "+ R1 + R2")),
@@ -57,9 +57,13 @@ def test_values_are_the_cells_the_sources_print() -> None:
     for ref, (by, cells) in expect.items():
         row = lv.measures[ref]
         assert (row.by, tuple(row.cells[c] for c in ens_levels.CATEGORIES)) == (by, cells), ref
-    # The one cell the two sources print differently is kept and flagged, not silently chosen.
-    assert [r for r, row in lv.measures.items() if row.disputed] == ["mp.si.5"]
-    assert "sources differ" in lv.describe("mp.si.5")
+    # Where the sources differ the row keeps the reading two of three share, and says so (shown in the report).
+    assert [r for r, row in lv.measures.items() if row.disputed] == ["op.exp.2", "op.exp.8", "mp.si.5"]
+    assert (
+        lv.measures["mp.si.5"].cells["ALTA"] == "+ R1"
+    )  # opos_gsi and CCN-STIC 886; CCN-STIC 888: + R1 + R2
+    assert lv.measures["op.exp.2"].cells["ALTA"] == "aplica"  # CCN-STIC 888 and opos_gsi; CCN-STIC 886: + R1
+    assert "sources differ: ALTA: CCN-STIC 888 prints + R1 + R2" in lv.describe("mp.si.5")
 
 
 # Prowler's ENS file (prowler-cloud/prowler@0de111837dbbc623079816677a42d89504683496,
@@ -138,6 +142,10 @@ def test_bad_rows_are_rejected(change: dict, message: str) -> None:
 
 def test_a_source_must_say_where_it_was_read() -> None:
     ens = copy.deepcopy(load().catalogue["ens"])
+    ens["annex_ii"]["sources"]["ccn886"]["columns"] = ["ALTO"]
+    with pytest.raises(ValueError, match="columns from"):
+        ens_levels.parse(ens, "catalogue.yaml")
+    ens["annex_ii"]["sources"]["ccn886"]["columns"] = ["ALTA"]
     ens["annex_ii"]["sources"]["opos_gsi"]["commit"] = "main"
     with pytest.raises(ValueError, match="40-hex commit"):
         ens_levels.parse(ens, "catalogue.yaml")
