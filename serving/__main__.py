@@ -70,6 +70,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--gpu", action="store_true", help="KIND_GPU instances + TensorRT (onnxruntime backend)")
     p.add_argument(
+        "--topology",
+        choices=("bls", "fused"),
+        help="bls: sentiment -> classifier; fused: ORT inside sentiment (python only; default: BuildOptions)",
+    )
+    p.add_argument(
         "--pad-to-multiple-of", type=int, help="token length buckets (default: 16 with --gpu, else 1)"
     )
 
@@ -117,6 +122,7 @@ def _build(args: argparse.Namespace) -> int:
         "endpoint_instances": args.endpoint_instances,
         "instances": args.instances,
         "intra_op_threads": args.intra_op_threads,
+        "topology": args.topology,
     }
     options = BuildOptions(  # flags left out keep BuildOptions' defaults (one place)
         backend=args.backend,

@@ -56,6 +56,7 @@ KEEP_VERSIONS = 2
 
 Backend = Literal["onnxruntime", "python"]
 Precision = Literal["fp32", "int8"]
+Topology = Literal["bls", "fused"]
 
 
 def _cores() -> int:
@@ -95,12 +96,23 @@ class BuildOptions:
     pad_to_multiple_of: int | None = None
     """Round padded lengths up to a multiple of this; None = 16 with gpu (fewer shapes for TensorRT, and
     padding is nearly free on a GPU), 1 on CPU (padded positions cost CPU; serving/README.md)."""
+    topology: Topology = "bls"
+    """bls: `sentiment` calls `classifier` (BLS). fused: `sentiment` runs its own copy of the graph with ONNX
+    Runtime in-process (one python hop; local CPU only; measured side by side in benchmarks/serve.py, the
+    choice and numbers in serving/README.md). `classifier` is built either way (production, pins)."""
 
     def __post_init__(self) -> None:
         if self.backend not in ("onnxruntime", "python"):
             raise ConfigError(f"backend {self.backend!r}: use onnxruntime (NVIDIA image) or python (local)")
         if self.precision not in ("fp32", "int8"):
             raise ConfigError(f"precision {self.precision!r}: use fp32 or int8")
+        if self.topology not in ("bls", "fused"):
+            raise ConfigError(f"topology {self.topology!r}: use bls (endpoint -> classifier) or fused")
+        if self.topology == "fused" and self.backend != "python":
+            raise ConfigError(
+                "topology fused runs ONNX Runtime inside the python endpoint: it needs backend python "
+                "(production uses bls with the onnxruntime backend)"
+            )
         if self.gpu and self.backend != "onnxruntime":
             raise ConfigError(
                 "gpu=True needs backend onnxruntime (the python stand-in runs ONNX Runtime on CPU)"
@@ -117,6 +129,10 @@ class BuildOptions:
     def threads(self) -> int:
         """ORT intra-op threads per classifier instance: the cores shared out, never more threads than cores."""
         return self.intra_op_threads or max(1, _cores() // self.instances)
+
+    def endpoint_threads(self) -> int:
+        """fused: ORT threads per endpoint instance, the cores shared out among the endpoint's instances."""
+        return self.intra_op_threads or max(1, _cores() // self.endpoint_instances)
 
 
 def tensorrt_profile(options: BuildOptions, max_length: int) -> TensorRTProfile:
@@ -183,9 +199,11 @@ def model_configs(
             ),
         ),
     )
+    fused = options.topology == "fused"
     endpoint = ModelConfig(
         name=ENDPOINT,
         backend="python",
+        onnxruntime=optimization if fused else None,
         max_batch_size=mbs,
         inputs=(text,),
         outputs=(label, probabilities),
@@ -195,6 +213,16 @@ def model_configs(
         parameters={
             "max_text_bytes": str(options.max_text_bytes),
             "pad_to_multiple_of": str(options.pad_to_multiple_of or (16 if options.gpu else 1)),
+            **(
+                {
+                    "topology": "fused",
+                    "intra_op_thread_count": str(options.endpoint_threads()),
+                    "inter_op_thread_count": "1",
+                    "allow_spinning": "1" if options.ort_spinning else "0",
+                }
+                if fused
+                else {}
+            ),
         },
     )
     return {c.name: c for c in (endpoint, classifier)}
@@ -267,10 +295,11 @@ def build(
         for module in MONITORING_MODULES:
             shutil.copy2(MONITORING_SOURCES / module, endpoint / "monitoring" / module)
         cls = staged[CLASSIFIER]
-        shutil.copy2(model_file, cls / "model.onnx")
         data = model_file.parent / (model_file.name + ".data")
-        if data.is_file():  # the graph names its external data file; keep that name
-            shutil.copy2(data, cls / data.name)
+        for folder in (cls, endpoint) if options.topology == "fused" else (cls,):
+            shutil.copy2(model_file, folder / "model.onnx")
+            if data.is_file():  # the graph names its external data file; keep that name
+                shutil.copy2(data, folder / data.name)
         # Both backends' files in every version: switching --backend later re-renders only config.pbtxt.
         shutil.copy2(MODEL_SOURCES / "classifier.py", cls / "model.py")
         for path in staged.values():

@@ -9,34 +9,15 @@ import json
 import os
 
 import numpy as np
-import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
-from sentiment_common import invalid_argument, parameters
-
-# `optimization.graph.level` as Triton's onnxruntime backend maps it (serving/config.py ORT_GRAPH_LEVELS).
-GRAPH_LEVELS = {
-    0: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    1: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-    -1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-    2: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-}
+from sentiment_common import invalid_argument, ort_session
 
 
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
-        params = parameters(config)
-        options = ort.SessionOptions()
-        level = int(config.get("optimization", {}).get("graph", {}).get("level", 0))
-        options.graph_optimization_level = GRAPH_LEVELS[level]
-        # 0 = ONNX Runtime's default (all cores); set per deployment next to the instance count.
-        options.intra_op_num_threads = int(params.get("intra_op_thread_count", "0"))
-        options.inter_op_num_threads = int(params.get("inter_op_thread_count", "1"))
-        # Spinning threads win on a dedicated node but steal the cores the tokenizer, the other stubs and
-        # the server need when they share a few CPUs (measured: serving/README.md); off unless asked for.
-        options.add_session_config_entry("session.intra_op.allow_spinning", params.get("allow_spinning", "0"))
         path = os.path.join(args["model_repository"], args["model_version"], "model.onnx")
-        self.session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        self.session = ort_session(config, path)  # graph level, threads, spinning: from this config
         self.inputs = {i["name"]: pb_utils.triton_string_to_numpy(i["data_type"]) for i in config["input"]}
         self.outputs = {o["name"]: pb_utils.triton_string_to_numpy(o["data_type"]) for o in config["output"]}
 

@@ -10,6 +10,10 @@ them (rounded up to `pad_to_multiple_of`), one BLS call to the classifier (Trito
 in production, the python stand-in locally), softmax and labels here. Texts of any length batch
 together at this model (its input is one string per text); the classifier then receives one
 already-merged batch, instead of single requests it could only merge when their lengths match.
+
+With the config parameter `topology: "fused"` (a local measurement option, serving/README.md) the version
+folder also holds the classifier's model.onnx and this model runs it in-process (the same ONNX Runtime
+settings as the classifier, read from this config) instead of the BLS call: one python hop instead of two.
 """
 
 import json
@@ -18,7 +22,7 @@ import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
-from sentiment_common import invalid_argument, parameters
+from sentiment_common import invalid_argument, ort_session, parameters
 from tokenizers import Tokenizer
 
 
@@ -45,6 +49,14 @@ class TritonPythonModel:
         self.tokenizer.enable_truncation(max_length=self.max_length)
         self.pad_id = self._pad_id(tokenizer_dir)
         self.records = _records(args, [label.decode("utf-8") for label in self.labels])
+        self.session = None
+        if params.get("topology", "bls") == "fused":
+            graph = os.path.join(version_dir, "model.onnx")
+            if not os.path.exists(graph):
+                raise pb_utils.TritonModelException(
+                    f"topology fused needs {graph}: rebuild the repository with `serving build`"
+                )
+            self.session = ort_session(config, graph)
 
     def _pad_id(self, tokenizer_dir):
         pad_token = "[PAD]"
@@ -88,6 +100,8 @@ class TritonPythonModel:
 
     def _logits(self, ids, mask):
         """One BLS call to the pinned classifier version; raises pb_utils.TritonModelException on failure."""
+        if self.session is not None:  # fused: this version's own graph, in this process
+            return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
         request = pb_utils.InferenceRequest(
             model_name=self.classifier,
             model_version=self.classifier_version,
