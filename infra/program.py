@@ -91,7 +91,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
     gpu = cfg.cluster.gpu_pool
-    TrainingWorkload(
+    training = TrainingWorkload(
         f"{cfg.name}-training",
         gpu_quota=gpu.max_nodes * gpu.gpus_per_node,
         annotations=platform.sa_annotations.get("trainer", {}),
@@ -128,9 +128,8 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
 
-    argo.declare(
-        cfg, buckets, training_image, labels, opts
-    )  # retraining pipeline (pipeline/, infra/k8s/argo.py)
+    # Retraining pipeline (pipeline/, infra/k8s/argo.py): its objects live in the training namespace, after it.
+    argo.declare(cfg, buckets, training_image, labels, opts, serving_image=serving_image, after=[training])
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
     for name, value in outputs.items():
         pulumi.export(name, value)

@@ -22,9 +22,10 @@ SERVICE_ACCOUNT = "trainer"
 WORK_MOUNT = "/work"
 FLAG_PATH = "/tmp/flag"
 WORK_VOLUME_SIZE = "20Gi"
-# The in-cluster image build runs buildah without a daemon; pinned by tag here, by digest where the registry
-# mirror records one (containers/README.md).
-BUILDER_IMAGE = "quay.io/buildah/stable:v1.38.0"
+# The `images` step reads the stack registry with a Docker config.json from this Secret (type
+# kubernetes.io/dockerconfigjson), when it exists; optional: registries the node identity opens need none.
+REGISTRY_SECRET = "registry-credentials"
+REGISTRY_CONFIG_DIR = "/etc/registry"
 # A retrain a day in dev, a week elsewhere: drift needs a window of traffic to be meaningful.
 SCHEDULES: Mapping[str, str] = {"dev": "0 3 * * *", "staging": "0 3 * * 1", "prod": "0 4 * * 1"}
 TIMEZONE = "Europe/Madrid"
@@ -76,6 +77,11 @@ def _container_template(step: dag.Step, images: Mapping[str, str], preset: str) 
     }
     if not template["tolerations"]:
         del template["tolerations"]
+    if step.name == "images":
+        template["container"]["env"] = [{"name": "DOCKER_CONFIG", "value": REGISTRY_CONFIG_DIR}]
+        template["container"]["volumeMounts"].append(
+            {"name": REGISTRY_SECRET, "mountPath": REGISTRY_CONFIG_DIR, "readOnly": True}
+        )
     if step.condition:
         template["outputs"] = {"parameters": [{"name": "flag", "valueFrom": {"path": FLAG_PATH}}]}
     if step.name == "train":
@@ -97,12 +103,16 @@ def _task(step: dag.Step) -> dict[str, Any]:
     return task
 
 
-def workflow_template(
-    *, training_image: str, builder_image: str | None, environment: str, params: dag.Params
-) -> dict[str, Any]:
+def workflow_template(*, training_image: str, environment: str, params: dag.Params) -> dict[str, Any]:
     dag.check()
-    images = {"training": training_image, "builder": builder_image or BUILDER_IMAGE}
-    values = {**dataclasses.asdict(params), "work": WORK_MOUNT, "env": environment, "local": "false"}
+    images = {"training": training_image}
+    values = {
+        **dataclasses.asdict(params),
+        "work": WORK_MOUNT,
+        "env": environment,
+        "local": "false",
+        "training_image": training_image,
+    }
     return {
         "apiVersion": API_VERSION,
         "kind": "WorkflowTemplate",
@@ -124,6 +134,16 @@ def workflow_template(
                     "spec": {
                         "accessModes": ["ReadWriteOnce"],
                         "resources": {"requests": {"storage": WORK_VOLUME_SIZE}},
+                    },
+                }
+            ],
+            "volumes": [
+                {
+                    "name": REGISTRY_SECRET,
+                    "secret": {
+                        "secretName": REGISTRY_SECRET,
+                        "optional": True,
+                        "items": [{"key": ".dockerconfigjson", "path": "config.json"}],
                     },
                 }
             ],
@@ -163,17 +183,10 @@ def cron_workflow(environment: str, schedule: str | None = None) -> dict[str, An
 
 
 def render(
-    *,
-    training_image: str,
-    environment: str,
-    params: dag.Params,
-    builder_image: str | None = None,
-    schedule: str | None = None,
+    *, training_image: str, environment: str, params: dag.Params, schedule: str | None = None
 ) -> list[dict[str, Any]]:
     return [
-        workflow_template(
-            training_image=training_image, builder_image=builder_image, environment=environment, params=params
-        ),
+        workflow_template(training_image=training_image, environment=environment, params=params),
         cron_workflow(environment, schedule),
     ]
 

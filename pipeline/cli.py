@@ -59,10 +59,15 @@ def _render(args: argparse.Namespace) -> int:
 
     docs = argo.render(
         training_image=args.training_image,
-        builder_image=args.builder_image,
         environment=args.env,
         schedule=args.schedule,
-        params=dag.Params(store=args.store, env=args.env, preset=args.preset, mode=args.mode),
+        params=dag.Params(
+            store=args.store,
+            env=args.env,
+            preset=args.preset,
+            mode=args.mode,
+            serving_image=args.serving_image,
+        ),
     )
     text = argo.to_yaml(docs)
     if args.out:
@@ -91,7 +96,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--training-image", required=True, help="pinned training image (stack output training_image)"
     )
-    p.add_argument("--builder-image", default=None, help="image-builder image (default: pipeline/argo.py)")
+    p.add_argument(
+        "--serving-image", default="", help="CI-built serving image to promote (stack output serving_image)"
+    )
     p.add_argument("--env", default="dev")
     p.add_argument("--schedule", default=None, help="cron (default: pipeline/argo.py per environment)")
     p.add_argument("--store", default="s3://BUCKET/model-store", help="promotion store (bucket prefix)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-Image = Literal["training", "builder"]
+Image = Literal["training"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,11 @@ class Params:
     """true: promote with --local-run --no-images (no registry, no digests: a registry entry only)."""
     loadtest: str = ""
     """Load-test JSON for the promotion gates (empty: none; the latency gates then fail and say why)."""
+    training_image: str = ""
+    """Cluster runs: the pinned training image (stack output training_image), checked by digest by `images`."""
+    serving_image: str = ""
+    """Cluster runs: the CI-built serving image to promote (REPO@sha256:...); `images` checks it carries the
+    candidate's bundle. Empty locally (local runs promote without images)."""
 
     @classmethod
     def names(cls) -> list[str]:
@@ -63,7 +68,9 @@ class Step:
     command: tuple[str, ...]
     """argv; ``{param}`` are Params fields, ``{flag_file}`` where a condition step writes its decision."""
     image: Image = "training"
-    """Which pinned image runs it: the training image (it carries every package here) or the image builder."""
+    """Which pinned image runs it: the training image, which carries every package a step imports (training,
+    monitoring, pipeline, promotion: containers/training/Dockerfile). Nothing builds images in the cluster:
+    pipeline/images.py says why."""
     depends: tuple[str, ...] = ()
     when: str | None = None
     """Name of a condition step whose flag must be "true"."""
@@ -206,10 +213,26 @@ STEPS: tuple[Step, ...] = (
     ),
     Step(
         "images",
-        (*PY, "containers.build", "--only", "serving", "--bundle", "{work}/candidate/export"),
-        image="builder",
+        (
+            *PY,
+            "pipeline",
+            "step",
+            "images",
+            "--work",
+            "{work}",
+            "--training-image",
+            "{training_image}",
+            "--serving-image",
+            "{serving_image}",
+            "--local",
+            "{local}",
+            "--flag-file",
+            "{flag_file}",
+        ),
         depends=("export",),
-        why="serving image with the new bundle (containers/build.py)",
+        condition="the CI-built serving image (by digest, in the stack registry) carries this candidate's "
+        "bundle; local runs: true",
+        why="resolve and verify the CI-built images by digest; write WORK/candidate/build-record.json",
     ),
     Step(
         "promote",
@@ -234,6 +257,7 @@ STEPS: tuple[Step, ...] = (
             DECISIONS + "/promote.json",
         ),
         depends=("images",),
+        when="images",
         why="python -m promotion promote (gates, record, registry alias)",
     ),
 )

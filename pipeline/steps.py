@@ -10,10 +10,12 @@ import argparse
 import datetime as dt
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("pipeline")
+EXIT_USAGE = 2
 
 
 def _write(path: Path | None, doc: dict[str, Any]) -> None:
@@ -131,6 +133,35 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def images(args: argparse.Namespace) -> int:
+    """Resolve the CI-built images by digest (pipeline/images.py); flag: they carry this candidate's bundle."""
+    from pipeline import images as resolver
+
+    work = Path(args.work)
+    doc: dict[str, Any]
+    if args.local == "true":
+        doc = {
+            "ready": True,
+            "reasons": ["local run: no registry; promotion runs with --local-run --no-images"],
+        }
+    else:
+        try:
+            ready, doc, record = resolver.check(
+                args.training_image, args.serving_image, work / "candidate" / "export"
+            )
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except resolver.RegistryError as exc:
+            print(f"error: the registry could not confirm the images: {exc}", file=sys.stderr)
+            return 1
+        _write(work / "candidate" / "build-record.json", record)
+    _write(work / "decisions" / "images.json", doc)
+    _flag(args.flag_file, doc["ready"])
+    print(f"images ready: {str(doc['ready']).lower()} ({'; '.join(doc['reasons'])})")
+    return 0
+
+
 def promote(args: argparse.Namespace) -> int:
     from promotion.__main__ import main as promotion_main
 
@@ -140,6 +171,8 @@ def promote(args: argparse.Namespace) -> int:
         argv += ["--loadtest", args.loadtest]
     if args.local == "true":
         argv += ["--local-run", "--no-images"]
+    else:  # what the images step resolved and verified by digest
+        argv += ["--build-record", str(Path(args.candidate) / "build-record.json")]
     rc = promotion_main(argv)
     # 1 = a gate rejected the candidate: a decision (recorded by promotion), not a broken step.
     _write(args.out, {"promoted": rc == 0, "exit_code": rc})
@@ -171,6 +204,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--flag-file", type=Path, default=None)
     s.set_defaults(func=evaluate)
+    s = steps.add_parser("images", help="resolve the CI-built images by digest (never builds)")
+    for a in ("--work", "--training-image", "--serving-image"):
+        s.add_argument(a, required=True)
+    s.add_argument("--local", choices=("true", "false"), default="true")
+    s.add_argument("--flag-file", type=Path, default=None)
+    s.set_defaults(func=images)
     s = steps.add_parser("promote")
     for a in ("--candidate", "--store", "--model", "--env"):
         s.add_argument(a, required=True)

@@ -7,7 +7,8 @@ so the cluster's pipeline and the local one cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -70,11 +71,15 @@ class RetrainingPipeline(pulumi.ComponentResource):
         environment: str,
         params: dag.Params,
         training_image: pulumi.Input[str],
+        serving_image: pulumi.Input[str],
         labels: Mapping[str, str],
+        after: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions,
     ) -> None:
+        """``after``: what the objects in the training namespace need first (the namespace, its service account)."""
         super().__init__("eu-ml-platform:k8s:RetrainingPipeline", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=list(after))
         addons = ClusterAddons(f"{name}-argo", [argo_chart()], child)
         ns, sa = render.NAMESPACE, SERVICE_ACCOUNTS["trainer"].name
         # Argo's executor (a sidecar in each step's pod) reports step results as WorkflowTaskResults.
@@ -86,7 +91,7 @@ class RetrainingPipeline(pulumi.ComponentResource):
                     api_groups=["argoproj.io"], resources=["workflowtaskresults"], verbs=["create", "patch"]
                 )
             ],
-            opts=child,
+            opts=in_ns,
         )
         k8s.rbac.v1.RoleBinding(
             f"{name}-executor",
@@ -95,17 +100,20 @@ class RetrainingPipeline(pulumi.ComponentResource):
                 api_group="rbac.authorization.k8s.io", kind="Role", name="argo-executor"
             ),
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=sa, namespace=ns)],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role, *after]),
         )
-        after = pulumi.ResourceOptions(parent=self, depends_on=[addons])  # the CRDs come with the chart
-        template = pulumi.Output.from_input(training_image).apply(
-            lambda image: render.workflow_template(
-                training_image=image, builder_image=None, environment=environment, params=params
+        # The CRDs come with the chart; the objects live in the training namespace, so both exist first.
+        ready = pulumi.ResourceOptions(parent=self, depends_on=[addons, *after])
+        template = pulumi.Output.all(training_image, serving_image).apply(
+            lambda images: render.workflow_template(
+                training_image=images[0],
+                environment=environment,
+                params=dataclasses.replace(params, serving_image=images[1]),
             )
         )
-        self.workflow_template = _custom(f"{name}-template", "WorkflowTemplate", template, labels, after)
+        self.workflow_template = _custom(f"{name}-template", "WorkflowTemplate", template, labels, ready)
         cron = pulumi.Output.from_input(render.cron_workflow(environment))
-        self.cron_workflow = _custom(f"{name}-cron", "CronWorkflow", cron, labels, after)
+        self.cron_workflow = _custom(f"{name}-cron", "CronWorkflow", cron, labels, ready)
         self.register_outputs({})
 
 
@@ -132,13 +140,18 @@ def declare(
     training_image: pulumi.Input[str],
     labels: Mapping[str, str],
     opts: pulumi.ResourceOptions,
+    *,
+    serving_image: pulumi.Input[str] = "",
+    after: Sequence[pulumi.Resource] = (),
 ) -> RetrainingPipeline:
-    """The one call infra/program.py makes."""
+    """The one call infra/program.py makes; ``after``: the training namespace's component (TrainingWorkload)."""
     return RetrainingPipeline(
         f"{cfg.name}-pipeline",
         environment=cfg.environment,
         params=pipeline_params(cfg, buckets),
         training_image=training_image,
+        serving_image=serving_image,
         labels=labels,
+        after=after,
         opts=opts,
     )

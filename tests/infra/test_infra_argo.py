@@ -75,9 +75,9 @@ def test_plan_declares_a_valid_pipeline_running_the_pinned_training_image(
     assert {name for name, image in images.items() if image == pinned} == {
         s.name for s in dag.STEPS if s.image == "training"
     }
-    assert images["images"] == argo.BUILDER_IMAGE
     params = {p["name"]: p["value"] for p in template["spec"]["arguments"]["parameters"]}
     assert params["env"] == env and params["local"] == "false"
+    assert params["serving-image"] == plan.doc["outputs"]["serving_image"]  # what `images` verifies
     assert params["store"].startswith(("s3://", "gs://", "abfs://"))
 
 
@@ -97,7 +97,6 @@ def test_argo_dag_is_the_local_dag() -> None:
     """Same steps, dependencies and conditions as `python -m pipeline run` executes."""
     template = argo.workflow_template(
         training_image="r/training@sha256:" + "0" * 64,
-        builder_image=None,
         environment="dev",
         params=dag.Params(),
     )
@@ -131,3 +130,23 @@ def test_render_cli_prints_both_objects(capsys: pytest.CaptureFixture[str]) -> N
     assert [d["kind"] for d in docs] == ["WorkflowTemplate", "CronWorkflow"]
     for d in docs:
         assert_valid_argo(d)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_pipeline_objects_wait_for_the_training_namespace(plans: dict[str, Plan], stack: str) -> None:
+    """The WorkflowTemplate, CronWorkflow and executor Role/RoleBinding live in `training`: created after it."""
+    resources = plans[stack].doc["resources"]
+    namespace = next(
+        r["urn"]
+        for r in resources
+        if r["type"] == "kubernetes:core/v1:Namespace" and r["inputs"]["metadata"]["name"] == argo.NAMESPACE
+    )
+    in_training = [
+        r
+        for r in resources
+        if r["type"].startswith(("kubernetes:argoproj.io/", "kubernetes:rbac.authorization.k8s.io/v1:Role"))
+        and (r["inputs"].get("metadata") or {}).get("namespace") == argo.NAMESPACE
+    ]
+    assert {r["type"].rsplit(":", 1)[1] for r in in_training} >= {"WorkflowTemplate", "CronWorkflow", "Role"}
+    for r in in_training:
+        assert namespace in r["dependencies"], f"{r['name']} does not wait for the {argo.NAMESPACE} namespace"

@@ -5,7 +5,8 @@ Real: data-check (the smoke preset's dataset manifest), decide-retrain, train (`
 (`python -m promotion promote --local-run`). Fakes, and why:
 - drift-check writes a DIR/drift.json fixture (the `drift_detected` field of `python -m monitoring drift`'s
   documented output): the tests choose drift or no drift instead of crafting inference windows.
-- images prints instead of building: an image build needs a container engine and a base image (containers/).
+The `images` step is real too: locally (`--local true`) it resolves nothing and lets promotion run without
+images; against a real registry: tests/pipeline/test_pipeline_images.py.
 The champion in the promotion store is a fixture record in the store's documented layout.
 """
 
@@ -78,10 +79,7 @@ def fakes(work: Path, drift: bool) -> dict[str, list[str]]:
     doc = {"drift_detected": drift, "score": 0.6 if drift else 0.1, "threshold": 0.5}
     write = f"import json,pathlib; p=pathlib.Path({str(work / 'drift')!r}); p.mkdir(parents=True, exist_ok=True); "
     write += f"(p/'drift.json').write_text(json.dumps({doc!r}))"
-    return {
-        "drift-check": [sys.executable, "-c", write],
-        "images": [sys.executable, "-c", "print('image build skipped in this test')"],
-    }
+    return {"drift-check": [sys.executable, "-c", write]}
 
 
 def run(env: dict, name: str, *, drift: bool, champion_accuracy: float, work: Path | None = None) -> dict:

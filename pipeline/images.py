@@ -1,0 +1,184 @@
+"""The ``images`` step: resolve the CI-built images by digest in the stack's registry, never build in the cluster.
+
+Why not build here: every image this platform deploys is built, pushed, cosign-signed and SLSA-attested by
+``.github/workflows/main.yml`` on main, and every deploy verifies that signature identity first (main.yml
+``promote-dev``, promote.yml). An image built inside the cluster could carry neither, so no deploy would accept
+it; the cluster would need a builder, registry push rights and the repository's ``containers/`` package for
+nothing. This step therefore checks what CI published, over the OCI distribution API (plain HTTPS, what the
+pinned training image already has):
+
+- both references are pinned by digest (``REPO@sha256:...``), the registry serves those exact bytes (each
+  manifest and config blob is hashed and compared with its digest), and
+- the serving image's ``eu.ml-platform.bundle.metadata-sha256`` label names the candidate's export bundle.
+
+Then it writes a build record in ``containers.build``'s format (what promotion's ``images-pinned`` and
+``image-carries-bundle`` gates read) and its flag is true. If the serving image was built from another bundle,
+the flag is false and the decision says CI must build the serving image for this bundle: promotion is skipped,
+not failed. A registry that cannot be reached or refuses the credentials fails the step (exit 1, the reason).
+
+Credentials: a Docker ``config.json`` (``auths.<host>.auth``, base64 user:password) in ``$DOCKER_CONFIG``, used as
+Basic auth or to fetch a Bearer token from the registry's ``WWW-Authenticate`` realm (the distribution token
+flow); none: anonymous. Loopback registries are reached over HTTP, every other one over verified TLS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+BUNDLE_LABEL = "eu.ml-platform.bundle.metadata-sha256"  # containers/serving/Dockerfile, promotion/sequence.py
+REFERENCE = re.compile(
+    r"(?P<host>[a-zA-Z0-9.-]+(?::\d+)?)/(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*)(?::[\w.-]+)?@(?P<digest>sha256:[0-9a-f]{64})"
+)
+MANIFESTS = ", ".join(
+    (
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+)
+PLATFORM = {"os": "linux", "architecture": "amd64"}  # the clusters' node pools
+TIMEOUT_S = 30
+
+
+class RegistryError(Exception):
+    """The registry could not confirm an image: unreachable, refused, or served other bytes."""
+
+
+def parse(reference: str) -> tuple[str, str, str]:
+    """(host, repository, digest); a reference without a digest is a usage error (ValueError)."""
+    match = REFERENCE.fullmatch(reference.strip())
+    if match is None:
+        raise ValueError(
+            f"{reference!r} is not pinned by digest: give REGISTRY/REPOSITORY@sha256:<64 hex> (stack outputs "
+            "training_image and serving_image), never a tag"
+        )
+    return match["host"], match["repo"], match["digest"]
+
+
+def _loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name in ("localhost", "127.0.0.1", "[::1]")
+
+
+def _credentials(host: str) -> str | None:
+    folder = os.environ.get("DOCKER_CONFIG") or str(Path.home() / ".docker")
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return None
+    auths = json.loads(path.read_text(encoding="utf-8")).get("auths", {})
+    entry = auths.get(host) or auths.get(f"https://{host}") or {}
+    return entry.get("auth")
+
+
+def _bearer(challenge: str, basic: str | None) -> str:
+    fields = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+    if "realm" not in fields:
+        raise RegistryError(f"unsupported authentication challenge {challenge!r}")
+    query = urllib.parse.urlencode({k: v for k, v in fields.items() if k in ("service", "scope")})
+    req = urllib.request.Request(f"{fields['realm']}?{query}")
+    if basic:
+        req.add_header("Authorization", f"Basic {basic}")
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (https or loopback)
+        doc = json.loads(resp.read())
+    return doc.get("token") or doc["access_token"]
+
+
+def _fetch(host: str, path: str, accept: str, digest: str) -> tuple[bytes, str]:
+    """GET https://host/v2/path, answering one auth challenge; the body must hash to ``digest``."""
+    url = f"{'http' if _loopback(host) else 'https'}://{host}/v2/{path}"
+    basic = _credentials(host)
+    headers = {"Accept": accept}
+    for attempt in range(2):
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (https or loopback)
+                body, media = resp.read(), resp.headers.get("Content-Type", "")
+                break
+        except urllib.error.HTTPError as exc:
+            challenge = exc.headers.get("WWW-Authenticate", "")
+            if exc.code == 401 and attempt == 0 and challenge.lower().startswith("bearer"):
+                headers["Authorization"] = f"Bearer {_bearer(challenge, basic)}"
+                continue
+            if exc.code == 401 and attempt == 0 and basic:
+                headers["Authorization"] = f"Basic {basic}"
+                continue
+            raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+        except urllib.error.URLError as exc:
+            raise RegistryError(f"{url}: {exc.reason}") from None
+    else:
+        raise RegistryError(f"{url}: refused the credentials (DOCKER_CONFIG)")
+    served = "sha256:" + hashlib.sha256(body).hexdigest()
+    if served != digest:
+        raise RegistryError(f"{url}: served bytes hashing to {served}, not {digest}")
+    return body, media
+
+
+def resolve(reference: str) -> dict[str, Any]:
+    """The image's manifest digest (the reference's), config digest and labels, each checked by its hash."""
+    host, repo, digest = parse(reference)
+    body, _ = _fetch(host, f"{repo}/manifests/{digest}", MANIFESTS, digest)
+    manifest = json.loads(body)
+    if "manifests" in manifest:  # an index: the node pools' platform
+        chosen = [
+            m
+            for m in manifest["manifests"]
+            if all((m.get("platform") or {}).get(k) == v for k, v in PLATFORM.items())
+        ]
+        if not chosen:
+            raise RegistryError(
+                f"{reference}: the index has no {PLATFORM['os']}/{PLATFORM['architecture']} image"
+            )
+        body, _ = _fetch(host, f"{repo}/manifests/{chosen[0]['digest']}", MANIFESTS, chosen[0]["digest"])
+        manifest = json.loads(body)
+    config_digest = manifest["config"]["digest"]
+    config, _ = _fetch(host, f"{repo}/blobs/{config_digest}", "*/*", config_digest)
+    labels = (json.loads(config).get("config") or {}).get("Labels") or {}
+    return {
+        "reference": f"{host}/{repo}@{digest}",
+        "digest": digest,
+        "config_digest": config_digest,
+        "labels": labels,
+        "pushed": True,
+        "pull_verified": True,
+    }
+
+
+def bundle_sha256(bundle: Path) -> str:
+    """sha256 of the bundle's metadata.json bytes (containers/build.py's label, promotion's comparison)."""
+    return hashlib.sha256((bundle / "metadata.json").read_bytes()).hexdigest()
+
+
+def check(
+    training_image: str, serving_image: str, bundle: Path
+) -> tuple[bool, dict[str, Any], dict[str, Any]]:
+    """(ready, decision, build record); raises ValueError for an unpinned reference, RegistryError."""
+    want = bundle_sha256(bundle)
+    training, serving = resolve(training_image), resolve(serving_image)
+    label = serving["labels"].get(BUNDLE_LABEL)
+    ready = label == want
+    reason = (
+        f"the serving image {serving['reference']} was built from this bundle ({want[:12]}); both images served "
+        "by digest"
+        if ready
+        else f"the serving image {serving['reference']} carries bundle {str(label)[:12]}, the candidate is "
+        f"{want[:12]}: CI (.github/workflows/main.yml) must build, sign and push the serving image for this "
+        "bundle; promotion skipped"
+    )
+    decision = {
+        "ready": ready,
+        "reasons": [reason],
+        "bundle_metadata_sha256": want,
+        "training_image": training["reference"],
+        "serving_image": serving["reference"],
+        "serving_bundle_label": label,
+    }
+    return ready, decision, {"images": {"training": training, "serving": serving}}

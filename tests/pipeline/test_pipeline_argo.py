@@ -1,0 +1,98 @@
+"""The rendered Argo objects can really run in a cluster: every step's image carries the code the step imports.
+
+Argo's schema: hera's pydantic models (generated from argo-workflows 4.0.5's JSON schema, the pinned chart's
+Argo) with a round trip, so an unknown field fails; each step's container, with the workflow's volumes, as a
+Pod validated by kubernetes-validate against the stacks' Kubernetes minor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from dockerfile_parse import DockerfileParser
+
+from pipeline import argo, dag
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S_VERSION = "1.33"  # the stacks' cluster minor (Pulumi.*.yaml kubernetesVersion)
+TRAINING = "reg.example/mlp/training@sha256:" + "1" * 64
+SERVING = "reg.example/mlp/serving@sha256:" + "2" * 64
+hera = pytest.importorskip(
+    "hera.workflows.models", reason="hera (Argo's schema as models) is a dev dependency"
+)
+
+
+def template() -> dict[str, Any]:
+    return argo.workflow_template(
+        training_image=TRAINING, environment="dev", params=dag.Params(serving_image=SERVING)
+    )
+
+
+def packages_in(dockerfile: Path) -> set[str]:
+    """Top-level Python packages the image's COPY instructions put under /opt/app (its PYTHONPATH)."""
+    parser = DockerfileParser(path=str(dockerfile))
+    found = set()
+    for ins in parser.structure:
+        if ins["instruction"] == "COPY" and "--from" not in ins["value"]:
+            *_, dest = ins["value"].split()
+            if dest.startswith("/opt/app/") and dest.rstrip("/").count("/") == 3:
+                found.add(dest.rstrip("/").rsplit("/", 1)[1])
+    return found
+
+
+def test_every_step_runs_in_the_training_image_which_carries_its_package() -> None:
+    packages = packages_in(ROOT / "containers" / "training" / "Dockerfile")
+    assert {"training", "pipeline", "promotion", "monitoring"} <= packages
+    containers = {t["name"]: t["container"] for t in template()["spec"]["templates"] if "container" in t}
+    assert set(containers) == {s.name for s in dag.STEPS}
+    for name, c in containers.items():
+        assert c["image"] == TRAINING, name  # no stock builder image without this repository's code
+        assert c["command"] == ["python"] and c["args"][0] == "-m", name
+        assert c["args"][1].split(".")[0] in packages, (
+            f"{name} runs {c['args'][1]}, not in the training image"
+        )
+
+
+def test_images_step_verifies_ci_images_and_gates_promotion() -> None:
+    doc = template()
+    params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
+    assert params["training-image"] == TRAINING and params["serving-image"] == SERVING
+    images = next(t for t in doc["spec"]["templates"] if t["name"] == "images")
+    assert images["container"]["args"][1:4] == ["pipeline", "step", "images"]
+    assert "{{workflow.parameters.serving-image}}" in images["container"]["args"]
+    assert images["outputs"]["parameters"][0]["name"] == "flag"
+    tasks = {t["name"]: t for t in doc["spec"]["templates"][0]["dag"]["tasks"]}
+    assert tasks["promote"]["when"] == "{{tasks.images.outputs.parameters.flag}} == true"
+    assert images["container"]["env"] == [{"name": "DOCKER_CONFIG", "value": argo.REGISTRY_CONFIG_DIR}]
+    secret = next(v for v in doc["spec"]["volumes"] if v["name"] == argo.REGISTRY_SECRET)["secret"]
+    assert secret["optional"] is True  # a registry the node identity opens needs no Secret
+
+
+def test_rendered_objects_are_valid_argo_and_kubernetes_objects() -> None:
+    doc = template()
+    for obj in (doc, argo.cron_workflow("dev")):
+        model = getattr(hera, obj["kind"]).model_validate(obj)
+        back = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+        assert json.dumps(back, sort_keys=True) == json.dumps(obj, sort_keys=True), obj["kind"]
+    claim = doc["spec"]["volumeClaimTemplates"][0]["metadata"]["name"]
+    volumes = [*doc["spec"]["volumes"], {"name": claim, "persistentVolumeClaim": {"claimName": claim}}]
+    for t in doc["spec"]["templates"]:
+        if "container" not in t:
+            continue
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": t["name"], "namespace": argo.NAMESPACE},
+            "spec": {
+                "serviceAccountName": argo.SERVICE_ACCOUNT,
+                "containers": [{"name": "main", **t["container"]}],
+                "volumes": volumes,
+                "nodeSelector": t["nodeSelector"],
+                "tolerations": t.get("tolerations", []),
+            },
+        }
+        kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
