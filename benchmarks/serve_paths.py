@@ -154,9 +154,12 @@ def sweep(
     return rows
 
 
+# The sweep runs int8 only; fp32 formed smaller batches at the same window (3.4 vs 5.7 at 2 ms in one run),
+# so a setting must clear the batch target with this margin to hold it for both precisions.
+BATCH_MARGIN = 1.5
 CHOICE_RULE = (
-    "per topology: highest req/s at concurrency 8 among the settings whose graph batch is >= the batch "
-    "target and p99 <= 2x the p99 target; when none qualifies, highest req/s"
+    f"per topology: highest req/s at concurrency 8 among the settings whose graph batch is >= {BATCH_MARGIN}x "
+    "the batch target and p99 <= 2x the p99 target; when none qualifies, highest req/s"
 )
 
 
@@ -165,7 +168,7 @@ def choose(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     good = [
         r
         for r in rows
-        if r["classifier_avg_batch"] >= TARGETS["classifier_avg_batch_at_c8"]
+        if r["classifier_avg_batch"] >= BATCH_MARGIN * TARGETS["classifier_avg_batch_at_c8"]
         and r["p99_ms"] <= 2 * TARGETS["triton_p99_ms_at_c8"]
     ]
     return max(good or rows, key=lambda r: r["rps"])

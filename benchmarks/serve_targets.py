@@ -30,9 +30,10 @@ def compare_topologies(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def evaluate_targets(result: dict[str, Any]) -> dict[str, Any]:
-    """Targets of the served topology (result["served_topology"], BuildOptions' default)."""
-    prefix = PREFIX[result.get("served_topology", "bls")]
+def evaluate_targets(result: dict[str, Any], topology: str | None = None) -> dict[str, Any]:
+    """Targets of `topology` (default: result["served_topology"], what BuildOptions ships)."""
+    topology = topology or result.get("served_topology", "bls")
+    prefix = PREFIX[topology]
 
     def triton(precision: str) -> list[dict[str, Any]]:
         return result[f"triton_{prefix}{precision}"]
@@ -94,9 +95,7 @@ def evaluate_targets(result: dict[str, Any]) -> dict[str, Any]:
         "measured": min(batches["int8_c8"], batches["fp32_c8"]),
         "met": low >= TARGETS["classifier_avg_batch_at_c8"],
         "by_precision_and_concurrency": batches,
-        "queue_delay_us": result.get("chosen", {})
-        .get(result.get("served_topology", "bls"), {})
-        .get("queue_delay_us"),
+        "queue_delay_us": result.get("chosen", {}).get(topology, {}).get("queue_delay_us"),
     }
     served = result["served_accuracy"]
     delta = round(100 * (served[f"{prefix}int8"]["accuracy"] - served[f"{prefix}fp32"]["accuracy"]), 2)
