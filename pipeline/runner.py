@@ -122,6 +122,8 @@ def outcome(status: Mapping[str, str], work: Path) -> str:
         return "no retraining needed"
     if status.get("export") == "skipped":
         return "candidate lost: not promoted"
+    if status.get("images") == "succeeded" and status.get("promote") == "skipped":
+        return "no CI-built serving image for this candidate yet: not promoted"
     return "incomplete"
 
 
