@@ -387,7 +387,9 @@ def _loop(
                 log.info("deadline reached at step %d: saving and ending the run", state.step)
                 hooks.stopped, done = "deadline", True
             stop_now = dist.any(bool(stop))
-            if dist.any(due_by_time) or due_by_steps or stop_now or done:
+            # A run its caller stopped (a pruned trial) is never resumed: no final save, its best is stored.
+            final = done and hooks.stopped != "hook"
+            if dist.any(due_by_time) or due_by_steps or stop_now or final:
                 state.finished = done and not stop_now
                 if stop_now and not done:
                     state.preemptions += 1  # recorded in this checkpoint: the Job's preemption-loop cap
