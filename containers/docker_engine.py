@@ -104,17 +104,26 @@ def pull_digest(client: Any, reference: str) -> str:
     raise ContainerError(f"pulled {reference} but the engine records no digest for {repository}")
 
 
-def load_from_buildah(client: Any, ref: str) -> None:
-    """Copy an image from buildah's storage into the engine (local bases are made with buildah)."""
-    if image_exists(client, ref):
-        return
+def load_from_buildah(client: Any, ref: str) -> str:
+    """Copy an image from buildah's storage into the engine (local bases are made with buildah:
+    nothing is pulled from a registry); return its image id, the same in both stores.
+
+    An image id is the digest of the image config, so equal ids mean the engine builds on exactly
+    the bytes buildah holds (and whose manifest digest the record names); a tag in the engine that
+    names other bytes (a base rebuilt under the same cache key) is replaced, never built on."""
+    want = buildah.image_id(ref)
+    want = want if want.startswith("sha256:") else f"sha256:{want}"
+    if image_exists(client, ref) and client.images.get(ref).id == want:
+        return want
     with tempfile.TemporaryDirectory(prefix="buildah-to-docker-", dir="/var/tmp") as tmp:
         archive = Path(tmp) / "image.tar"
         buildah.run(["push", ref, f"docker-archive:{archive}:{ref}"])
         with archive.open("rb") as fh:
             client.images.load(fh)
-    if not image_exists(client, ref):
-        raise ContainerError(f"loading {ref} into the Docker engine did not register the tag")
+    got = client.images.get(ref).id if image_exists(client, ref) else None
+    if got != want:
+        raise ContainerError(f"loading {ref} into the Docker engine gave image {got}, buildah holds {want}")
+    return want
 
 
 def run_python(client: Any, ref: str, script: str, *, user: str | None = None) -> str:
