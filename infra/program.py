@@ -14,7 +14,7 @@ import yaml
 
 from infra import lifecycle
 from infra.config import PlatformConfig
-from infra.k8s import argo, monitoring
+from infra.k8s import argo, budget, monitoring
 from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts, prometheus_storage
 from infra.k8s.monitoring_stack import MonitoringArgs, MonitoringStack
 from infra.k8s.serving import ServingArgs, TritonServing
@@ -128,6 +128,9 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
 
+    # The budget cost job (infra/k8s/budget.py): AWS and Azure; GCP's budget API has no forecast.
+    budget.declare(cfg, platform.budget_job, training_image, labels, opts,
+                   identity_egress=tuple(platform.identity_egress), after=(addons,))  # fmt: skip
     # Retraining pipeline (pipeline/, infra/k8s/argo.py): its objects live in the training namespace, after it.
     argo.declare(cfg, buckets, training_image, labels, opts, serving_image=serving_image, after=[training])
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)

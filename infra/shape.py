@@ -100,6 +100,28 @@ SERVICE_ACCOUNTS: Mapping[str, ServiceAccountRef] = {
     "monitor": ServiceAccountRef("drift", "monitor"),
 }
 
+# The budget cost job (`python -m monitoring budget`, issue 13): its own identity and service account,
+# apart from IDENTITIES (no bucket, no image), and only on the clouds whose budget API returns a forecast
+# (AWS Budgets, Azure Consumption). GCP's Billing Budgets API returns no spend: no job there.
+BUDGET_IDENTITY = "budget"
+BUDGET_SERVICE_ACCOUNT = ServiceAccountRef("cost", "budget")
+
+
+def budget_name(resource_prefix: str) -> str:
+    """The stack's monthly budget (AWS Budgets and the Azure consumption budget): `mlp-<stack>-monthly`."""
+    return f"{resource_prefix}-monthly"
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetJob:
+    """What a cloud hands the budget CronJob: the CLI arguments that locate its budget (`--cloud aws
+    --account-id ID` or `--cloud azure --scope RG_ID`) and how its service account gets the identity."""
+
+    cli_args: tuple[pulumi.Input[str], ...]
+    sa_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+
+
 POOL_LABEL = "platform.eu-ml/pool"
 GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT = "nvidia.com/gpu", "present", "NoSchedule"
 POOLS: tuple[str, ...] = ("system", "serving", "gpu")
@@ -189,6 +211,8 @@ class CloudPlatform:
     spot_drain: str = ""
     # Egress the server's pods need for their cloud identity (NetworkPolicy peers and ports).
     identity_egress: Sequence[Mapping[str, Any]] = ()
+    # The budget cost job's inputs; None where the cloud's budget API has no forecast (GCP).
+    budget_job: BudgetJob | None = None
     # Resources the Kubernetes provider must wait for (a node pool, API access for the deployer).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 

@@ -95,6 +95,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         registry=registry.host,
         key_ids={"environment": key.arn},
         identity_principals={identity: r.role.arn for identity, r in identities.roles.items()},
+        budget_job=identities.budget_job,
         extra_outputs={"oidc_issuer": cluster.oidc_issuer},
         addons=addons(cfg, cluster_name),
         spot_drain="aws-node-termination-handler (spot interruption notice, 2 minutes)",

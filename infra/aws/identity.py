@@ -13,7 +13,32 @@ import pulumi_aws as aws
 from infra.aws import documents
 from infra.config import PlatformConfig
 from infra.naming import tags
-from infra.shape import IDENTITIES, IMAGE_PUSH, SERVICE_ACCOUNTS, ServiceAccountRef
+from infra.shape import (
+    BUDGET_IDENTITY,
+    BUDGET_SERVICE_ACCOUNT,
+    IDENTITIES,
+    IMAGE_PUSH,
+    SERVICE_ACCOUNTS,
+    BudgetJob,
+    ServiceAccountRef,
+    budget_name,
+)
+
+# DescribeBudget's permission (Service Authorization Reference, AWS Budgets: `ViewBudget`, resource type
+# `budget`, ARN `arn:${Partition}:budgets::${Account}:budget/${BudgetName}`; Budgets has no region).
+VIEW_BUDGET = "budgets:ViewBudget"
+
+
+def budget_arn(account_id: str, name: str) -> str:
+    return f"arn:aws:budgets::{account_id}:budget/{name}"
+
+
+def budget_read_policy(account_id: str, name: str) -> dict[str, object]:
+    """The budget job's whole policy: read this one budget (limit and forecast), nothing else."""
+    return documents.policy(
+        [{"Sid": "ReadStackBudget", "Effect": "Allow", "Action": [VIEW_BUDGET],
+          "Resource": [budget_arn(account_id, name)]}]
+    )  # fmt: skip
 
 
 class PodRole(pulumi.ComponentResource):
@@ -90,6 +115,21 @@ class Identities(pulumi.ComponentResource):
                 key_policy=_key_policy(identity, key_arn),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+        # The budget cost job (infra/k8s/budget.py): its own role, apart from `roles` (the stack's
+        # `identity_principals` output lists the workload identities).
+        self.budget_role = PodRole(
+            f"{name}-{BUDGET_IDENTITY}",
+            cfg,
+            role_name=f"{cfg.name}-{BUDGET_IDENTITY}",
+            account_id=account_id,
+            cluster_name=cluster_name,
+            service_account=BUDGET_SERVICE_ACCOUNT,
+            policy=budget_read_policy(account_id, budget_name(cfg.name)),
+            key_policy=None,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The account is passed, so the job makes no STS round trip to learn it.
+        self.budget_job = BudgetJob(cli_args=("--cloud", "aws", "--account-id", account_id))
         self.register_outputs({})
 
 

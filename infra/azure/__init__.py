@@ -104,6 +104,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         registry=registry.host,
         key_ids={"environment": key.key.key_uri, "kubernetes_secrets": key.secrets_key.key_uri},
         identity_principals=dict(identities.client_ids),
+        budget_job=identities.budget_job,
         sa_annotations={
             identity: {"azure.workload.identity/client-id": client_id}
             for identity, client_id in identities.client_ids.items()

@@ -10,7 +10,7 @@ from infra.azure import roles
 from infra.azure.storage import Storage
 from infra.config import PlatformConfig
 from infra.naming import tags
-from infra.shape import IDENTITIES, SERVICE_ACCOUNTS
+from infra.shape import BUDGET_IDENTITY, BUDGET_SERVICE_ACCOUNT, IDENTITIES, SERVICE_ACCOUNTS, BudgetJob
 
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 
@@ -112,4 +112,50 @@ class Identities(pulumi.ComponentResource):
                     scope=registry_id,
                     opts=child,
                 )
+        self.budget_job = self._budget_identity(name, cfg, resource_group, subscription, oidc_issuer, child)
         self.register_outputs({})
+
+    def _budget_identity(
+        self,
+        name: str,
+        cfg: PlatformConfig,
+        resource_group: str,
+        subscription: str,
+        oidc_issuer: pulumi.Input[str],
+        child: pulumi.ResourceOptions,
+    ) -> BudgetJob:
+        """The budget cost job's own identity (infra/k8s/budget.py): Cost Management Reader on the resource
+        group, the scope infra/azure/audit.py gives the consumption budget; no storage, no registry."""
+        uai = azure.managedidentity.UserAssignedIdentity(
+            f"{name}-{BUDGET_IDENTITY}",
+            resource_name_=f"id-{cfg.name}-{BUDGET_IDENTITY}",
+            resource_group_name=resource_group,
+            location=cfg.region,
+            tags=tags(cfg, identity=BUDGET_IDENTITY),
+            opts=child,
+        )
+        sa = BUDGET_SERVICE_ACCOUNT
+        azure.managedidentity.FederatedIdentityCredential(
+            f"{name}-{BUDGET_IDENTITY}-federation",
+            federated_identity_credential_resource_name=f"k8s-{sa.namespace}-{sa.name}",
+            resource_name_=uai.name,
+            resource_group_name=resource_group,
+            issuer=oidc_issuer,
+            subject=roles.federated_subject(sa.namespace, sa.name),
+            audiences=[TOKEN_AUDIENCE],
+            opts=child,
+        )
+        scope = roles.resource_group_id(subscription, resource_group)
+        azure.authorization.RoleAssignment(
+            f"{name}-{BUDGET_IDENTITY}-cost-reader",
+            principal_id=uai.principal_id,
+            principal_type="ServicePrincipal",
+            role_definition_id=roles.role_definition_id(subscription, roles.COST_MANAGEMENT_READER),
+            scope=scope,
+            opts=child,
+        )
+        return BudgetJob(
+            cli_args=("--cloud", "azure", "--scope", scope),
+            sa_annotations={"azure.workload.identity/client-id": uai.client_id},
+            pod_labels={"azure.workload.identity/use": "true"},
+        )

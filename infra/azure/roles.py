@@ -22,6 +22,9 @@ KEY_VAULT_CRYPTO_OFFICER = "14b46e9e-c2b7-41b4-b07b-48a6ebf60603"
 KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER = "e147488a-f6f5-4113-8e2d-b22465e65bf6"
 KEY_VAULT_CRYPTO_USER = "12338af0-0e69-4776-bea7-57ae8d297424"
 NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+# "Cost Management Reader": Microsoft.Consumption/*/read and Microsoft.CostManagement/*/read (budgets with
+# their forecastSpend), assignable at a resource group: the budget job's only role.
+COST_MANAGEMENT_READER = "72fafb9e-0641-4937-9268-a91bfd8191a3"
 # "Azure Kubernetes Service RBAC Cluster Admin": every Kubernetes action cluster-wide (Azure RBAC for AKS).
 AKS_RBAC_CLUSTER_ADMIN = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
 

@@ -1,0 +1,181 @@
+"""The budget cost job on the cluster (issue 13): a CronJob that runs `python -m monitoring budget` in the
+training image and pushes `ml_budget_limit_eur` / `ml_budget_forecast_eur{stack}` to the in-cluster
+Pushgateway, which the BudgetForecastOverLimit alert (monitoring/rules/cost.yaml) reads.
+
+Declared where the cloud hands a `BudgetJob` (AWS: an IAM role allowed `budgets:ViewBudget` on the stack's
+budget only, bound by EKS Pod Identity; Azure: a managed identity with Cost Management Reader on the
+budget's resource group, federated with the job's service account). GCP renders nothing: its Billing
+Budgets API returns no spend, and the budget's Pub/Sub notifications carry no forecast amount; the
+budget's own forecast e-mail (infra/gcp/audit.py) is GCP's alert.
+
+Hardened like the drift CronJob (infra/k8s/monitoring_stack.py): non-root, read-only root filesystem,
+no privilege escalation, all capabilities dropped, RuntimeDefault seccomp, requests = limits, a
+default-deny namespace whose one egress policy opens DNS, the cloud's identity endpoint, HTTPS to public
+addresses (the budget API and the token exchange) and the Pushgateway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.config import PlatformConfig
+from infra.k8s.monitoring import MONITORING_NAMESPACE, PUSHGATEWAY_PORT, PUSHGATEWAY_URL
+from infra.k8s.monitoring_stack import _hardened, _pod_security
+from infra.k8s.netpol import dns_egress, identity_and_https_egress
+from infra.k8s.serving import RESTRICTED
+from infra.shape import BUDGET_SERVICE_ACCOUNT, POOL_SELECTORS, BudgetJob, budget_name
+
+JOB_NAME = "budget"
+# Hourly, off the hour. AWS "updates your budget status several times a day" (Budgets API reference,
+# botocore's budgets service model); Azure's cost data reaches Cost Management several times a day,
+# typically 8-24 hours after use (learn.microsoft.com/azure/cost-management-billing/costs/
+# understand-cost-mgt-data). An hourly read sees each refresh within the hour for one API read; the
+# gauges stay in the Pushgateway between runs, so the alert's `for: 1h` is not broken by the gaps.
+SCHEDULE = "17 * * * *"
+# One API read and a push: small, and bounded well under the schedule's period.
+RESOURCES = {"cpu": "250m", "memory": "256Mi"}
+DEADLINE_S = 600
+# The gauges are in EUR; a budget in another currency is converted with this rate. The alert compares the
+# forecast with the limit, both converted with the same rate, so the rate only scales the figures shown
+# (dashboard, alert summary), never whether the alert fires. AWS Budgets are always in USD.
+EUR_PER_UNIT: Mapping[str, float] = {"USD": 0.86}
+
+
+def cli_args(cfg: PlatformConfig, job: BudgetJob) -> list[pulumi.Input[str]]:
+    """Arguments of `python -m monitoring budget` (monitoring/cli.py) for this stack's budget."""
+    args: list[pulumi.Input[str]] = [*job.cli_args, "--budget", budget_name(cfg.name), "--stack", cfg.stack]
+    currency = cfg.budget.currency
+    if currency != "EUR":
+        if currency not in EUR_PER_UNIT:
+            raise ValueError(
+                f"budget.currency {currency}: the budget job has no EUR rate for it "
+                f"(infra/k8s/budget.py EUR_PER_UNIT knows {sorted(EUR_PER_UNIT)})"
+            )
+        args += ["--eur-per-unit", f"{EUR_PER_UNIT[currency]:g}"]
+    return args
+
+
+def declare(
+    cfg: PlatformConfig,
+    job: BudgetJob | None,
+    image: pulumi.Input[str],
+    labels: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+    *,
+    identity_egress: Sequence[Mapping[str, Any]] = (),
+    after: Sequence[pulumi.Resource] = (),
+) -> k8s.batch.v1.CronJob | None:
+    """The CronJob, its namespace, service account and NetworkPolicies; nothing where `job` is None (GCP)."""
+    if job is None:
+        return None
+    name, ref = f"{cfg.name}-budget", BUDGET_SERVICE_ACCOUNT
+    labels = {"app.kubernetes.io/part-of": "eu-ml-platform", **labels}
+    namespace = k8s.core.v1.Namespace(
+        f"{name}-ns",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=ref.namespace, labels={**RESTRICTED, **labels}),
+        opts=opts,
+    )
+    # The Pushgateway (an add-on) exists before the first run pushes.
+    in_ns = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *after]))
+    sa = k8s.core.v1.ServiceAccount(
+        f"{name}-sa",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=ref.name, namespace=ref.namespace, labels=labels, annotations=dict(job.sa_annotations)
+        ),
+        automount_service_account_token=False,
+        opts=in_ns,
+    )
+    selector = {"app.kubernetes.io/name": JOB_NAME}
+    cron_job = k8s.batch.v1.CronJob(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_NAME, namespace=ref.namespace, labels=labels),
+        spec=k8s.batch.v1.CronJobSpecArgs(
+            schedule=SCHEDULE,
+            time_zone="Etc/UTC",
+            # A late run is replaced by the next one: the budget is read whole each time.
+            concurrency_policy="Forbid",
+            starting_deadline_seconds=DEADLINE_S,
+            successful_jobs_history_limit=3,
+            failed_jobs_history_limit=3,
+            job_template=k8s.batch.v1.JobTemplateSpecArgs(
+                spec=k8s.batch.v1.JobSpecArgs(
+                    backoff_limit=2,
+                    active_deadline_seconds=DEADLINE_S,
+                    ttl_seconds_after_finished=86_400,
+                    template=k8s.core.v1.PodTemplateSpecArgs(
+                        metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, **selector, **job.pod_labels}),
+                        spec=k8s.core.v1.PodSpecArgs(
+                            service_account_name=ref.name,
+                            # The cloud identity needs the projected token (not the API token).
+                            automount_service_account_token=False,
+                            restart_policy="Never",
+                            security_context=_pod_security(1000),
+                            node_selector=dict(POOL_SELECTORS["system"].node_selector),
+                            containers=[
+                                k8s.core.v1.ContainerArgs(
+                                    name=JOB_NAME,
+                                    image=image,
+                                    command=["python", "-m", "monitoring", "budget"],
+                                    args=cli_args(cfg, job),
+                                    env=[
+                                        k8s.core.v1.EnvVarArgs(
+                                            name="MONITORING_PUSHGATEWAY_URL", value=PUSHGATEWAY_URL
+                                        )
+                                    ],
+                                    resources=k8s.core.v1.ResourceRequirementsArgs(
+                                        requests=dict(RESOURCES), limits=dict(RESOURCES)
+                                    ),
+                                    security_context=_hardened(),
+                                    # Python and the SDKs may want a scratch directory; the root stays read-only.
+                                    volume_mounts=[
+                                        k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp")
+                                    ],
+                                )
+                            ],
+                            volumes=[
+                                k8s.core.v1.VolumeArgs(
+                                    name="tmp",
+                                    empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi"),
+                                )
+                            ],
+                        ),
+                    ),
+                )
+            ),
+        ),
+        opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
+    )
+    k8s.networking.v1.NetworkPolicy(
+        f"{name}-default-deny",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=ref.namespace),
+        spec=k8s.networking.v1.NetworkPolicySpecArgs(
+            pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
+        ),
+        opts=in_ns,
+    )
+    pushgateway = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+        to=[
+            k8s.networking.v1.NetworkPolicyPeerArgs(
+                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                    match_labels={"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
+                )
+            )
+        ],
+        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PUSHGATEWAY_PORT, protocol="TCP")],
+    )
+    # DNS, the cloud's identity endpoint, HTTPS to the budget API / token exchange, and the Pushgateway.
+    k8s.networking.v1.NetworkPolicy(
+        f"{name}-netpol",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_NAME, namespace=ref.namespace),
+        spec=k8s.networking.v1.NetworkPolicySpecArgs(
+            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
+            policy_types=["Egress"],
+            egress=[dns_egress(), *identity_and_https_egress(identity_egress), pushgateway],
+        ),
+        opts=in_ns,
+    )
+    return cron_job
