@@ -1,6 +1,6 @@
 """GPU serving benchmark with the production repository (onnxruntime backend, TensorRT), for a lent NVIDIA GPU.
 
-    python -m benchmarks.serve_gpu --bundle reports/bench/serve-bundle              # at most 8 minutes
+    python -m benchmarks.serve_gpu --bundle runs/bench-serve-train/export         # at most 8 minutes
     python -m benchmarks.serve_gpu --tritonserver /opt/tritonserver/bin/tritonserver --budget-s 300
 
 Runs where NVIDIA's Triton (with its onnxruntime backend) and a GPU are present, e.g. inside
@@ -98,7 +98,12 @@ class Server:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.serve_gpu", description=__doc__.split("\n")[0])
-    ap.add_argument("--bundle", type=Path, default=Path("reports/bench/serve-bundle"), help="export bundle")
+    ap.add_argument(
+        "--bundle",
+        type=Path,
+        default=Path("runs/bench-serve-train/export"),
+        help="export bundle (default: the one benchmarks/serve.py trains)",
+    )
     ap.add_argument(
         "--tritonserver", help="NVIDIA tritonserver binary (default: on PATH or /opt/tritonserver)"
     )
