@@ -89,6 +89,8 @@ def test_identities_federate_one_service_account_and_get_container_scoped_roles(
         "system:serviceaccount:serving:triton",
         "system:serviceaccount:ci:ci-deployer",
         "system:serviceaccount:drift:monitor",
+        # The budget cost job's own identity (its role: tests/infra/test_infra_budget_job.py).
+        "system:serviceaccount:cost:budget",
     }
     scoped = {
         (
