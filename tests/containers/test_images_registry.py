@@ -261,6 +261,20 @@ def test_existing_tag_is_reused_only_with_the_same_build_key(
         build.build_image(other, builder="docker", client=client)
 
 
+def test_a_stale_base_tag_in_the_engine_is_replaced_not_built_on(
+    engines: dict[str, Any], training: dict[str, Any], docker_pushed: dict[str, Any]
+) -> None:
+    """The serving base's name made to point at other bytes in the engine (as after a base rebuilt
+    under the same cache key): loading it again must bring buildah's image back under that name."""
+    client, base = engines["client"], docker_pushed["base_image"]
+    want = f"sha256:{buildah.image_id(base).removeprefix('sha256:')}"
+    repository, _, tag = base.rpartition(":")
+    client.images.get(training["base_image"]).tag(repository, tag=tag)
+    assert client.images.get(base).id != want
+    assert docker_engine.load_from_buildah(client, base) == want
+    assert client.images.get(base).id == want
+
+
 def test_engine_and_registry_are_stopped_by_their_pids(tmp_path: Path) -> None:
     import psutil
 
