@@ -96,7 +96,14 @@ def test_fast_demo(tmp_path: Path) -> None:
     assert summary_path.exists(), out
     summary = json.loads(summary_path.read_text())
     assert proc.returncode == 0, f"{summary.get('failed_stage')}\n{out[-4000:]}"
-    assert [s["name"] for s in summary["stages"]] == ["policy", "train", "export", "serve", "monitor", "promote"]
+    assert [s["name"] for s in summary["stages"]] == [
+        "policy",
+        "train",
+        "export",
+        "serve",
+        "monitor",
+        "promote",
+    ]
     assert all(s["status"] == "ok" for s in summary["stages"])
 
     # The keys the issue asks for, with values of the right kind.
@@ -116,7 +123,10 @@ def test_fast_demo(tmp_path: Path) -> None:
     # drift alert delivered through the real Prometheus and Alertmanager (issue 13).
     monitoring = summary["monitoring"]
     assert monitoring["clean"]["drift_detected"] is False and monitoring["shifted"]["drift_detected"] is True
-    assert monitoring["alert_delivered"] is True and monitoring["alert"]["labels"]["alertname"] == "ModelInputDrift"
+    assert (
+        monitoring["alert_delivered"] is True
+        and monitoring["alert"]["labels"]["alertname"] == "ModelInputDrift"
+    )
     assert monitoring["record_objects"] > 0 and monitoring["clean"]["records"] >= 250
     assert (reports / "demo" / "monitoring" / "shifted" / "drift.html").exists()
 
