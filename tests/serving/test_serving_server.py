@@ -93,6 +93,10 @@ def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Pat
         [sys.executable, "-m", "serving", "serve", str(served_repo), "--http-port", str(http_port),
          "--grpc-port", str(free_port()), "--metrics-port", str(free_port())],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # A suite started as a background job (`cmd &`) runs with SIGINT ignored, which children inherit:
+        # Python then never raises KeyboardInterrupt and the test would hang. Give the CLI the default a
+        # user's terminal gives it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         lines = []
