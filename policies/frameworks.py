@@ -15,6 +15,10 @@ from policies import ens_levels
 MAPPING_FILE = Path(__file__).with_name("frameworks.yaml")
 CATALOGUE_FILE = Path(__file__).with_name("catalogue.yaml")
 FRAMEWORK_KEYS = ("gdpr", "ens", "nis2", "nis2_ir", "iso27001", "cis")
+UNVERIFIED_MARK = "[title unverified]"
+# What a catalogue source must say so a reviewer can find it again: where (a repository at a commit and the file,
+# or a URL, or how it was reached) and when it was read.
+SOURCE_WHERE = (("repository", "commit", "file"), ("url",), ("read_via",))
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,18 @@ class Mapping:
         return str((self.rules.get(rule, {}).get(key) or {}).get(ref, ""))
 
     def title(self, key: str, ref: str) -> str:
-        """The reference's official title from the catalogue ('' if it is not catalogued)."""
-        return str(self.catalogue.get(key, {}).get("refs", {}).get(ref, ""))
+        """The reference's official title from the catalogue ('' if it is not catalogued). A title no stored
+        source confirmed (the framework's `unverified` list) says so, so every writer that prints it shows it."""
+        entry = self.catalogue.get(key, {})
+        title = str(entry.get("refs", {}).get(ref, ""))
+        return f"{title} {UNVERIFIED_MARK}" if title and ref in (entry.get("unverified") or []) else title
+
+    def sources_of(self, key: str, ref: str) -> list[str]:
+        """The names of the catalogue sources the reference's title was checked against ([] if unverified)."""
+        entry = self.catalogue.get(key, {})
+        if ref in (entry.get("unverified") or []):
+            return []
+        return [name for name, refs in (entry.get("checked") or {}).items() if refs == "*" or ref in refs]
 
     def primary(self, rule: str) -> Framework:
         return self.frameworks[self.rules[rule]["primary"]]
@@ -81,6 +95,44 @@ def load(path: Path = MAPPING_FILE, catalogue_path: Path = CATALOGUE_FILE) -> Ma
         for key in FRAMEWORK_KEYS:
             if not isinstance(entry.get(key) or {}, dict):
                 raise ValueError(f"{path}: rule {name}: {key} must map each reference to why it applies")
+    for key in FRAMEWORK_KEYS:
+        if key != "ens":  # ENS records its sources per Anexo II row (ens.annex_ii, checked by ens_levels)
+            check_provenance(key, catalogue.get(key) or {}, str(catalogue_path))
     return Mapping(
         frameworks, rules, catalogue, ens_levels.parse(catalogue.get("ens") or {}, str(catalogue_path))
     )
+
+
+def check_provenance(key: str, entry: dict[str, Any], where: str) -> None:
+    """Every title of the framework is either checked against a named source or listed as `unverified`;
+    ValueError saying what to fix."""
+    at = f"{where}: {key}"
+    refs = set(entry.get("refs") or {})
+    sources = entry.get("sources")
+    if not isinstance(sources, dict) or not sources:
+        raise ValueError(f"{at}: needs `sources` (what the titles were checked against, where and when read)")
+    for name, src in sources.items():
+        if not isinstance(src, dict) or not src.get("read") or not src.get("title"):
+            raise ValueError(f"{at}.sources.{name}: needs `title` and `read` (the date it was read)")
+        if not any(all(src.get(f) for f in fields) for fields in SOURCE_WHERE):
+            raise ValueError(
+                f"{at}.sources.{name}: say where it is: repository + commit + file, url, or read_via"
+            )
+    unverified = entry.get("unverified") or []
+    checked = entry.get("checked") or {}
+    if not isinstance(unverified, list) or not isinstance(checked, dict):
+        raise ValueError(f"{at}: `unverified` is a list of refs, `checked` maps a source to its refs or '*'")
+    covered: set[str] = set()
+    for name, listed in checked.items():
+        if name not in sources:
+            raise ValueError(f"{at}.checked: {name!r} is not one of its sources {sorted(sources)}")
+        listed_refs = refs - set(unverified) if listed == "*" else set(listed)
+        if stray := sorted(listed_refs - refs):
+            raise ValueError(f"{at}.checked.{name}: not catalogued refs {stray}")
+        covered |= listed_refs
+    if stray := sorted(set(unverified) - refs):
+        raise ValueError(f"{at}.unverified: not catalogued refs {stray}")
+    if both := sorted(covered & set(unverified)):
+        raise ValueError(f"{at}: {both} are both checked and unverified; keep one")
+    if missing := sorted(refs - covered - set(unverified)):
+        raise ValueError(f"{at}: {missing} name no source; add them to `checked` or to `unverified`")
