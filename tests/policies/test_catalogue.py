@@ -49,7 +49,7 @@ def test_iso_27001_annex_a_is_the_93_controls() -> None:
 
 def test_unverified_titles_say_so_in_the_report() -> None:
     m = load()
-    assert m.title("cis", "Azure 3.1").endswith(UNVERIFIED_MARK)
+    assert m.title("cis", "EKS 5.4.1").endswith(UNVERIFIED_MARK)
     assert UNVERIFIED_MARK not in m.title("cis", "AWS 3.2")
     assert m.title("iso27001", "8.1") == "User end point devices"
 
@@ -61,6 +61,9 @@ def test_checked_titles_are_the_sources_wording() -> None:
     assert m.title("nis2_ir", "4") == "Business continuity and crisis management"
     assert m.title("gdpr", "44") == "General principle for transfers"
     assert m.title("cis", "GCP 2.1") == "Ensure That Cloud Audit Logging Is Configured Properly"
+    # CIS Azure v2.1.0 renumbered: 1.23 is resource locks (custom admin roles is 1.22), 3.7 is public network access
+    assert m.title("cis", "Azure 1.23").endswith("Administering Resource Locks")
+    assert m.title("cis", "Azure 3.17") == "Ensure that `Allow Blob Anonymous Access` is set to `Disabled`"
 
 
 def test_cis_versions_checked_name_a_source() -> None:
