@@ -23,9 +23,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import PlatformConfig
-from infra.k8s.monitoring import MONITORING_NAMESPACE, PUSHGATEWAY_PORT, PUSHGATEWAY_URL
-from infra.k8s.monitoring_stack import _hardened, _pod_security
-from infra.k8s.netpol import dns_egress, identity_and_https_egress
+from infra.k8s.monitoring import PUSHGATEWAY_URL
+from infra.k8s.monitoring_stack import _hardened, _pod_security, push_job_network_policies
 from infra.k8s.serving import RESTRICTED
 from infra.shape import BUDGET_SERVICE_ACCOUNT, POOL_SELECTORS, BudgetJob, budget_name
 
@@ -149,33 +148,6 @@ def declare(
         ),
         opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
     )
-    k8s.networking.v1.NetworkPolicy(
-        f"{name}-default-deny",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=ref.namespace),
-        spec=k8s.networking.v1.NetworkPolicySpecArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
-        ),
-        opts=in_ns,
-    )
-    pushgateway = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-        to=[
-            k8s.networking.v1.NetworkPolicyPeerArgs(
-                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                    match_labels={"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
-                )
-            )
-        ],
-        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PUSHGATEWAY_PORT, protocol="TCP")],
-    )
     # DNS, the cloud's identity endpoint, HTTPS to the budget API / token exchange, and the Pushgateway.
-    k8s.networking.v1.NetworkPolicy(
-        f"{name}-netpol",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_NAME, namespace=ref.namespace),
-        spec=k8s.networking.v1.NetworkPolicySpecArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
-            policy_types=["Egress"],
-            egress=[dns_egress(), *identity_and_https_egress(identity_egress), pushgateway],
-        ),
-        opts=in_ns,
-    )
+    push_job_network_policies(name, ref.namespace, JOB_NAME, selector, identity_egress, in_ns)
     return cron_job

@@ -4,7 +4,7 @@ NetworkPolicy. The charts (Prometheus + rules + Pushgateway, Grafana, DCGM expor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,46 @@ def _pod_security(user: int) -> k8s.core.v1.PodSecurityContextArgs:
         run_as_group=user,
         fs_group=user,
         seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def push_job_network_policies(
+    resource_name: str,
+    namespace: pulumi.Input[str],
+    policy_name: str,
+    selector: Mapping[str, str],
+    identity_egress: Sequence[Mapping[str, Any]],
+    opts: pulumi.ResourceOptions,
+) -> None:
+    """Default-deny for a job's namespace, then egress to DNS, the cloud's identity endpoint, HTTPS
+    and the Pushgateway only: the shape every job that pushes metrics runs under (drift, budget)."""
+    k8s.networking.v1.NetworkPolicy(
+        f"{resource_name}-default-deny",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=namespace),
+        spec=k8s.networking.v1.NetworkPolicySpecArgs(
+            pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
+        ),
+        opts=opts,
+    )
+    pushgateway = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+        to=[
+            k8s.networking.v1.NetworkPolicyPeerArgs(
+                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                    match_labels={"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
+                )
+            )
+        ],
+        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PUSHGATEWAY_PORT, protocol="TCP")],
+    )
+    k8s.networking.v1.NetworkPolicy(
+        f"{resource_name}-netpol",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, namespace=namespace),
+        spec=k8s.networking.v1.NetworkPolicySpecArgs(
+            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
+            policy_types=["Egress"],
+            egress=[dns_egress(), *identity_and_https_egress(identity_egress), pushgateway],
+        ),
+        opts=opts,
     )
 
 
@@ -305,32 +345,7 @@ class MonitoringStack(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
         )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-drift-default-deny",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=ref.namespace),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
-            ),
-            opts=in_ns,
-        )
         # The job: DNS, its cloud identity endpoint, HTTPS to the buckets, and the Pushgateway.
-        pushgateway = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-            to=[
-                k8s.networking.v1.NetworkPolicyPeerArgs(
-                    namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                        match_labels={"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
-                    )
-                )
-            ],
-            ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PUSHGATEWAY_PORT, protocol="TCP")],
-        )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-drift-netpol",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="drift", namespace=ref.namespace),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
-                policy_types=["Egress"],
-                egress=[dns_egress(), *identity_and_https_egress(args.identity_egress), pushgateway],
-            ),
-            opts=in_ns,
+        push_job_network_policies(
+            f"{name}-drift", ref.namespace, "drift", selector, args.identity_egress, in_ns
         )
