@@ -187,7 +187,9 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
     assert proc.returncode == EXIT_STORAGE, log[-4000:]
     assert "retry" in log and "still failing after" in log, log[-4000:]
     rescued = ckpt.latest(ckpt.Store(str(out / "checkpoints-rescue")))
-    assert rescued is not None and rescued.step > 10, f"no complete checkpoint kept locally:\n{log[-3000:]}"
+    # The outage can hit step 10's own save (its housekeeping after the upload) or a later one: either
+    # way the newest complete checkpoint, at least step 10, must be kept locally.
+    assert rescued is not None and rescued.step >= 10, f"no complete checkpoint kept locally:\n{log[-3000:]}"
 
     # The store comes back (same process: moto keeps its buckets); the rerun uploads the kept checkpoint
     # and resumes from it.
