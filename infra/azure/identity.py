@@ -10,9 +10,47 @@ from infra.azure import roles
 from infra.azure.storage import Storage
 from infra.config import PlatformConfig
 from infra.naming import tags
-from infra.shape import BUDGET_IDENTITY, BUDGET_SERVICE_ACCOUNT, IDENTITIES, SERVICE_ACCOUNTS, BudgetJob
+from infra.shape import (
+    BUDGET_IDENTITY,
+    BUDGET_SERVICE_ACCOUNT,
+    IDENTITIES,
+    SERVICE_ACCOUNTS,
+    BudgetJob,
+    ServiceAccountRef,
+)
 
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+
+
+def _workload_identity(
+    name: str,
+    cfg: PlatformConfig,
+    identity: str,
+    sa: ServiceAccountRef,
+    resource_group: str,
+    oidc_issuer: pulumi.Input[str],
+    child: pulumi.ResourceOptions,
+) -> azure.managedidentity.UserAssignedIdentity:
+    """A user-assigned identity that only pods of one Kubernetes service account can act as."""
+    uai = azure.managedidentity.UserAssignedIdentity(
+        f"{name}-{identity}",
+        resource_name_=f"id-{cfg.name}-{identity}",
+        resource_group_name=resource_group,
+        location=cfg.region,
+        tags=tags(cfg, identity=identity),
+        opts=child,
+    )
+    azure.managedidentity.FederatedIdentityCredential(
+        f"{name}-{identity}-federation",
+        federated_identity_credential_resource_name=f"k8s-{sa.namespace}-{sa.name}",
+        resource_name_=uai.name,
+        resource_group_name=resource_group,
+        issuer=oidc_issuer,
+        subject=roles.federated_subject(sa.namespace, sa.name),
+        audiences=[TOKEN_AUDIENCE],
+        opts=child,
+    )
+    return uai
 
 
 class Identities(pulumi.ComponentResource):
@@ -48,26 +86,10 @@ class Identities(pulumi.ComponentResource):
         )
         self.client_ids = {}
         for identity in IDENTITIES:
-            uai = azure.managedidentity.UserAssignedIdentity(
-                f"{name}-{identity}",
-                resource_name_=f"id-{cfg.name}-{identity}",
-                resource_group_name=resource_group,
-                location=cfg.region,
-                tags=tags(cfg, identity=identity),
-                opts=child,
+            uai = _workload_identity(
+                name, cfg, identity, SERVICE_ACCOUNTS[identity], resource_group, oidc_issuer, child
             )
             self.client_ids[identity] = uai.client_id
-            sa = SERVICE_ACCOUNTS[identity]
-            azure.managedidentity.FederatedIdentityCredential(
-                f"{name}-{identity}-federation",
-                federated_identity_credential_resource_name=f"k8s-{sa.namespace}-{sa.name}",
-                resource_name_=uai.name,
-                resource_group_name=resource_group,
-                issuer=oidc_issuer,
-                subject=roles.federated_subject(sa.namespace, sa.name),
-                audiences=[TOKEN_AUDIENCE],
-                opts=child,
-            )
             for a in roles.container_assignments(identity):
                 owner, container = storage.containers[a.target]
                 role_id = (
@@ -126,24 +148,8 @@ class Identities(pulumi.ComponentResource):
     ) -> BudgetJob:
         """The budget cost job's own identity (infra/k8s/budget.py): Cost Management Reader on the resource
         group, the scope infra/azure/audit.py gives the consumption budget; no storage, no registry."""
-        uai = azure.managedidentity.UserAssignedIdentity(
-            f"{name}-{BUDGET_IDENTITY}",
-            resource_name_=f"id-{cfg.name}-{BUDGET_IDENTITY}",
-            resource_group_name=resource_group,
-            location=cfg.region,
-            tags=tags(cfg, identity=BUDGET_IDENTITY),
-            opts=child,
-        )
-        sa = BUDGET_SERVICE_ACCOUNT
-        azure.managedidentity.FederatedIdentityCredential(
-            f"{name}-{BUDGET_IDENTITY}-federation",
-            federated_identity_credential_resource_name=f"k8s-{sa.namespace}-{sa.name}",
-            resource_name_=uai.name,
-            resource_group_name=resource_group,
-            issuer=oidc_issuer,
-            subject=roles.federated_subject(sa.namespace, sa.name),
-            audiences=[TOKEN_AUDIENCE],
-            opts=child,
+        uai = _workload_identity(
+            name, cfg, BUDGET_IDENTITY, BUDGET_SERVICE_ACCOUNT, resource_group, oidc_issuer, child
         )
         scope = roles.resource_group_id(subscription, resource_group)
         azure.authorization.RoleAssignment(
