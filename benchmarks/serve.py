@@ -62,6 +62,7 @@ from benchmarks.serve_paths import (  # noqa: E402
     interleaved,
     sweep,
 )
+from benchmarks.serve_records import record_overhead  # noqa: E402
 from benchmarks.serve_targets import compare_topologies, evaluate_targets  # noqa: E402
 
 OUT = Path("reports/bench/serve.json")
@@ -121,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--texts", type=int, default=600, help="test-split texts to send")
     ap.add_argument("--sweep-delays", default="0,2000,5000", help="endpoint queue delays (us) to compare")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--record-pairs", type=int, default=6, help="records off/on pairs of the last phase (0 = skip it)"
+    )
     args = ap.parse_args(argv)
     delays = [int(d) for d in args.sweep_delays.split(",") if d.strip()]
     if not delays:
@@ -215,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     result["status"] = evaluate_targets(result)
     # The same targets for each topology, so the alternative's standing is visible next to the default's.
     result["status_by_topology"] = {t: evaluate_targets(result, t) for t in ("bls", "fused")}
+    if args.record_pairs > 0:  # issue 13: the inference record's p99 cost on this model (serve_records.py)
+        print(f"inference records on/off at concurrency 8, {args.record_pairs} pairs ...", flush=True)
+        result["record_overhead"] = record_overhead(bundle, texts, pairs=args.record_pairs)
     result["load_average"]["end"] = loadavg()
     result["wall_s"] = round(time.time() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--topology",
         choices=("bls", "fused"),
-        help="bls: sentiment -> classifier; fused: ORT inside sentiment (python only; default: BuildOptions)",
+        help="bls: sentiment -> classifier (BLS); fused: ORT inside sentiment (python only). Default: fused with --backend python, bls with onnxruntime",
     )
     p.add_argument(
         "--pad-to-multiple-of", type=int, help="token length buckets (default: 16 with --gpu, else 1)"

@@ -1,7 +1,7 @@
 """Build the versioned Triton model repository from an export bundle.
 
-    python -m serving build runs/demo/export models/ --backend python      # local tritonserver
-    python -m serving build runs/demo/export models/ --backend onnxruntime # NVIDIA image (production)
+    python -m serving build runs/demo/export models/ --backend python      # local tritonserver (fused)
+    python -m serving build runs/demo/export models/ --backend onnxruntime # NVIDIA image (production, bls)
     python -m serving pin models/ 3                                        # rollback: serve version 3 only
 
 Layout (every build adds version N of both models, N = latest + 1 unless --version is given):
@@ -11,9 +11,11 @@ Layout (every build adds version N of both models, N = latest + 1 unless --versi
     <repo>/sentiment/N/              model.py, tokenizer/, metadata.json, labels.json, steps.json, monitoring/
     <repo>/classifier/config.pbtxt   onnxruntime_onnx or python; N/model.onnx (+ .data), N/model.py
 
-`sentiment` version N tokenizes, calls `classifier` version N (named in N/steps.json; BLS) and turns
-logits into labels: each sentiment version is pinned to the classifier of its own build, so requesting
-an older sentiment version (or pinning it) rolls back model and tokenizer together. Configs live at model
+`sentiment` version N tokenizes, runs the graph of its own build and turns logits into labels: with
+topology bls (production, `--backend onnxruntime`) it calls `classifier` version N (named in
+N/steps.json; BLS), with topology fused (the default with the local python backend) it runs its own copy
+of the same graph (N/model.onnx). Either way each sentiment version is tied to the graph of its own
+build, so requesting an older sentiment version (or pinning it) rolls back model and tokenizer together. Configs live at model
 level and are regenerated from repository.json on every build/pin; the version policy keeps the previous
 version loaded (addressable by version number) until a pin narrows it to one version.
 """
@@ -79,9 +81,11 @@ class BuildOptions:
     classifier_queue_delay_us: int = 0
     """Window of the classifier's own batcher, which merges already-batched calls of the sentiment instances
     only when their lengths match: waiting there buys little (0 on CPU)."""
-    endpoint_instances: int = 2
-    """`sentiment` instances: two pipeline tokenizing/answering with the classifier's run, and with the
-    window above each still gathers batches (the sweep in serving/README.md)."""
+    endpoint_instances: int | None = None
+    """`sentiment` instances; None = per topology: bls 2 (two pipeline tokenizing/answering with the
+    classifier's run, and with the window above each still gathers batches), fused `instances` (the
+    endpoint runs the graph itself, so it is counted like the classifier: one per node on CPU, its ORT
+    threads take every core; the sweep in serving/README.md)."""
     instances: int = 1
     """Classifier instances. One per node on CPU: its ORT threads already take every core."""
     intra_op_threads: int = 0
@@ -97,12 +101,21 @@ class BuildOptions:
     pad_to_multiple_of: int | None = None
     """Round padded lengths up to a multiple of this; None = 16 with gpu (fewer shapes for TensorRT, and
     padding is nearly free on a GPU), 1 on CPU (padded positions cost CPU; serving/README.md)."""
-    topology: Topology = "bls"
+    topology: Topology | None = None
     """bls: `sentiment` calls `classifier` (BLS). fused: `sentiment` runs its own copy of the graph with ONNX
-    Runtime in-process (one python hop; local CPU only; measured side by side in benchmarks/serve.py, the
-    choice and numbers in serving/README.md). `classifier` is built either way (production, pins)."""
+    Runtime in-process (one python hop instead of two). None = per backend: fused with the python backend
+    (the local CPU stand-in: less server CPU per text than bls in every side-by-side run of
+    benchmarks/serve.py), bls with the onnxruntime backend (production: the classifier is native there,
+    so bls already has one python hop). Numbers in serving/README.md. `classifier` is built either way
+    (production's shape, pins)."""
 
     def __post_init__(self) -> None:
+        # Defaults that depend on other fields are resolved here, once, so the manifest stores them.
+        if self.topology is None:
+            object.__setattr__(self, "topology", "fused" if self.backend == "python" else "bls")
+        if self.endpoint_instances is None:
+            default = self.instances if self.topology == "fused" else 2
+            object.__setattr__(self, "endpoint_instances", default)
         if self.backend not in ("onnxruntime", "python"):
             raise ConfigError(f"backend {self.backend!r}: use onnxruntime (NVIDIA image) or python (local)")
         if self.precision not in ("fp32", "int8"):
@@ -133,7 +146,7 @@ class BuildOptions:
 
     def endpoint_threads(self) -> int:
         """fused: ORT threads per endpoint instance, the cores shared out among the endpoint's instances."""
-        return self.intra_op_threads or max(1, _cores() // self.endpoint_instances)
+        return self.intra_op_threads or max(1, _cores() // int(self.endpoint_instances or 1))
 
 
 def tensorrt_profile(options: BuildOptions, max_length: int) -> TensorRTProfile:

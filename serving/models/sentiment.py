@@ -11,9 +11,10 @@ in production, the python stand-in locally), softmax and labels here. Texts of a
 together at this model (its input is one string per text); the classifier then receives one
 already-merged batch, instead of single requests it could only merge when their lengths match.
 
-With the config parameter `topology: "fused"` (a local measurement option, serving/README.md) the version
-folder also holds the classifier's model.onnx and this model runs it in-process (the same ONNX Runtime
-settings as the classifier, read from this config) instead of the BLS call: one python hop instead of two.
+With the config parameter `topology: "fused"` (the default with the local python backend; production's
+onnxruntime backend uses the BLS call above: serving/README.md) the version folder also holds the
+classifier's model.onnx and this model runs it in-process (the same ONNX Runtime settings as production's
+classifier, read from this config) instead of the BLS call: one python hop instead of two.
 """
 
 import json

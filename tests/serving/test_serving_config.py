@@ -101,11 +101,89 @@ def test_local_and_production_classifier_configs_are_equal_field_by_field(instan
     assert threads >= 1 and threads * instances <= max(1, BuildOptions().threads())
     assert prod.parameters["inter_op_thread_count"].string_value == "1"
     assert local.dynamic_batching == prod.dynamic_batching
-    # The sentiment endpoint does not depend on the switch at all.
+    # With the same topology (bls) the sentiment endpoint does not depend on the switch at all.
     assert (
-        model_configs(BuildOptions(backend="python"), 2)["sentiment"].render()
+        model_configs(BuildOptions(backend="python", topology="bls"), 2)["sentiment"].render()
         == model_configs(BuildOptions(backend="onnxruntime"), 2)["sentiment"].render()
     )
+
+
+# Where production (bls) keeps each field the local default (fused) endpoint sets: the request side
+# belongs to production's `sentiment` (it batches the texts), the engine side to its `classifier`.
+ENDPOINT_FIELDS = {
+    "name",
+    "backend",
+    "max_batch_size",
+    "version_policy",
+    "input",
+    "output",
+    "dynamic_batching",
+}
+ENGINE_FIELDS = {"max_batch_size", "instance_group", "optimization"}
+ENGINE_PARAMETERS = ("intra_op_thread_count", "inter_op_thread_count", "allow_spinning")
+# Production classifier fields the fused endpoint has no counterpart for, and why.
+CLASSIFIER_ONLY = {
+    "name": "the model's own name",
+    "platform": "the engine: onnxruntime_onnx in production, ORT inside the python endpoint locally",
+    "input": "token ids (the endpoint's BLS call); the fused endpoint takes TEXT, as production's endpoint",
+    "output": "logits; the fused endpoint answers LABEL/PROBABILITIES, as production's endpoint",
+    "dynamic_batching": "window 0 on already merged calls; texts wait in the endpoint's window in both",
+    "model_warmup": "zero token ids; a TEXT warmup of empty strings would be refused by the endpoint",
+}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"instances": 2, "queue_delay_us": 1000}, {"intra_op_threads": 1, "max_batch_size": 32}],
+    ids=["defaults", "two-instances", "threads-given"],
+)
+def test_local_default_endpoint_runs_the_graph_with_production_settings_field_by_field(
+    options: dict[str, int],
+) -> None:
+    """The local default (fused: tokenizer + ORT in `sentiment`) vs production (bls: `sentiment` -> the
+    onnxruntime backend's `classifier`), every set field as parsed by Triton's proto, none cleared."""
+    local_options = BuildOptions(backend="python", **options)
+    assert local_options.topology == "fused"  # the default of the local python backend
+    prod_options = BuildOptions(backend="onnxruntime", **options)
+    assert prod_options.topology == "bls"
+    local = parse(model_configs(local_options, 2)["sentiment"].render())
+    prod = model_configs(prod_options, 2)
+    prod_endpoint, prod_engine = parse(prod["sentiment"].render()), parse(prod["classifier"].render())
+    assert prod_engine.platform == "onnxruntime_onnx"
+    local_fields = _set_fields(local)
+    endpoint_fields, engine_fields = _set_fields(prod_endpoint), _set_fields(prod_engine)
+    params = {k: v.string_value for k, v in local_fields.pop("parameters").items()}
+    for name, value in local_fields.items():
+        assert name in ENDPOINT_FIELDS | ENGINE_FIELDS, f"{name}: set locally, not placed in production"
+        if name in ENDPOINT_FIELDS:
+            assert value == endpoint_fields[name], name
+        if name in ENGINE_FIELDS:
+            assert value == engine_fields[name], name
+    # The other way: every production field is in the local endpoint, or a listed, explained difference.
+    for name in endpoint_fields.keys() - {"parameters"}:
+        assert name in local_fields, f"production endpoint sets {name}, the local default does not"
+    for name in engine_fields.keys() - {"parameters"}:
+        assert name in local_fields or name in CLASSIFIER_ONLY, f"production classifier sets {name}"
+        if name in local_fields and name not in ENDPOINT_FIELDS:
+            assert local_fields[name] == engine_fields[name], name
+    # Parameters: the endpoint's own (text limit, padding) + the engine's (threads, spinning) + the switch.
+    endpoint_params = {k: v.string_value for k, v in prod_endpoint.parameters.items()}
+    engine_params = {k: v.string_value for k, v in prod_engine.parameters.items()}
+    assert params == {
+        **endpoint_params,
+        **{k: engine_params[k] for k in ENGINE_PARAMETERS},
+        "topology": "fused",
+    }
+    # The settings the issue names, explicitly: graph level, threads, batching window, max batch.
+    assert local.optimization.graph.level == prod_engine.optimization.graph.level == 0  # ORT_ENABLE_ALL
+    assert params["intra_op_thread_count"] == engine_params["intra_op_thread_count"]
+    threads = int(params["intra_op_thread_count"])
+    count = local.instance_group[0].count
+    assert threads * count <= max(count, BuildOptions().threads())  # no oversubscription
+    assert params["inter_op_thread_count"] == engine_params["inter_op_thread_count"] == "1"
+    assert local.dynamic_batching == prod_endpoint.dynamic_batching  # where texts wait, in both
+    assert local.max_batch_size == prod_engine.max_batch_size == prod_endpoint.max_batch_size
+    assert list(local.instance_group) == list(prod_engine.instance_group)
 
 
 def test_stand_in_maps_the_graph_level_like_the_onnxruntime_backend() -> None:

@@ -1,6 +1,7 @@
-"""The fused topology (tokenizer and ONNX Runtime in one python model, no BLS hop), the alternative
-benchmarks/serve.py measures next to the default bls endpoint: same answers, rollback still whole, and the
-classifier really is not called."""
+"""The two topologies: fused (tokenizer and ONNX Runtime in one python model, no BLS hop; the local
+python backend's default, which the shared `served_repo` and the rollback tests run) and bls (`sentiment`
+-> `classifier` by BLS; production's shape with the onnxruntime backend, here on the python stand-in):
+same answers, rollback whole in both, and each really does (not) call the classifier."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ def test_fused_config_gives_the_endpoint_the_classifier_engine_settings_with_cor
     assert params["topology"] == "fused"
     assert int(params["intra_op_thread_count"]) * 2 <= max(2, cores)  # no oversubscription across instances
     assert params["inter_op_thread_count"] == "1" and params["allow_spinning"] == "0"
-    assert "topology" not in {k for k, _ in model_configs(BuildOptions(), 2)["sentiment"].parameters.items()}
+    bls = BuildOptions(topology="bls")
+    assert "topology" not in {k for k, _ in model_configs(bls, 2)["sentiment"].parameters.items()}
+    assert BuildOptions().topology == "fused" and BuildOptions(backend="onnxruntime").topology == "bls"
+    assert (BuildOptions().endpoint_instances, bls.endpoint_instances) == (BuildOptions().instances, 2)
 
 
 def test_fused_needs_the_python_backend() -> None:
@@ -37,13 +41,29 @@ def test_fused_needs_the_python_backend() -> None:
         BuildOptions(topology="nope")  # type: ignore[arg-type]
 
 
+def classifier_calls(url: str) -> int:
+    """Executions of `classifier` so far (the warmup's too: compare before/after)."""
+    import tritonclient.http as http
+
+    stats = http.InferenceServerClient(url).get_inference_statistics(model_name="classifier")
+    return sum(int(v["inference_stats"]["success"]["count"]) for v in stats["model_stats"])
+
+
 @pytest.fixture(scope="module")
-def fused(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory, triton_factory) -> Iterator:
-    """Version 1 = int8, version 2 = fp32, both fused."""
-    repo = tmp_path_factory.mktemp("fused") / "models"
-    build(tiny_bundle, repo, options=BuildOptions(precision="int8", topology="fused"))
-    build(tiny_bundle, repo, options=BuildOptions(topology="fused"))
-    assert (repo / "sentiment" / "1" / "model.onnx").is_file()
+def fused(served_repo: Path, server) -> Iterator:
+    """The shared default repository (version 1 = int8, version 2 = fp32): fused by default."""
+    assert (served_repo / "sentiment" / "1" / "model.onnx").is_file()
+    assert '"fused"' in (served_repo / "sentiment" / "config.pbtxt").read_text()
+    yield server
+
+
+@pytest.fixture(scope="module")
+def bls(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory, triton_factory) -> Iterator:
+    """Version 1 = int8, version 2 = fp32, both bls (production's shape, on the python stand-in)."""
+    repo = tmp_path_factory.mktemp("bls") / "models"
+    build(tiny_bundle, repo, options=BuildOptions(precision="int8", topology="bls"))
+    build(tiny_bundle, repo, options=BuildOptions(topology="bls"))
+    assert not (repo / "sentiment" / "1" / "model.onnx").exists()
     yield from triton_factory(repo)
 
 
@@ -51,16 +71,21 @@ def fused(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory, triton_fa
 def test_fused_versions_answer_with_their_own_graph_without_calling_the_classifier(
     fused, tiny_bundle: Path
 ) -> None:
-    import tritonclient.http as http
-
-    def classifier_calls() -> int:  # the warmup's executions are counted too: compare before/after
-        stats = http.InferenceServerClient(fused.http_url).get_inference_statistics(model_name="classifier")
-        return sum(int(v["inference_stats"]["success"]["count"]) for v in stats["model_stats"])
-
     fp32, int8 = expected(tiny_bundle, "model.onnx"), expected(tiny_bundle, "model.int8.onnx")
     gap = np.abs(fp32 - int8).max()
-    before = classifier_calls()
+    before = classifier_calls(fused.http_url)
     v1, v2 = versioned(fused.http_url, "1"), versioned(fused.http_url, "2")
     np.testing.assert_allclose(v1, int8, atol=gap / 5)  # rollback stays whole: v1 = its own int8 graph
     np.testing.assert_allclose(v2, fp32, atol=gap / 5)
-    assert classifier_calls() == before  # no BLS hop: the endpoint ran the graph itself
+    assert classifier_calls(fused.http_url) == before  # no BLS hop: the endpoint ran the graph itself
+
+
+@pytest.mark.integration
+def test_bls_versions_answer_through_the_classifier_of_their_own_build(bls, tiny_bundle: Path) -> None:
+    fp32, int8 = expected(tiny_bundle, "model.onnx"), expected(tiny_bundle, "model.int8.onnx")
+    gap = np.abs(fp32 - int8).max()
+    before = classifier_calls(bls.http_url)
+    v1, v2 = versioned(bls.http_url, "1"), versioned(bls.http_url, "2")
+    np.testing.assert_allclose(v1, int8, atol=gap / 5)  # v1's steps.json pins classifier version 1
+    np.testing.assert_allclose(v2, fp32, atol=gap / 5)
+    assert classifier_calls(bls.http_url) == before + 2  # one BLS call per endpoint execution
