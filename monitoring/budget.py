@@ -1,5 +1,5 @@
 """The budget gauges the BudgetForecastOverLimit alert reads (monitoring/rules/cost.yaml), from the cloud's
-own budget: `python -m monitoring budget --cloud aws|azure ...` (a small cost job).
+own budget: `python -m monitoring budget --cloud aws|azure|gcp ...` (a small cost job).
 
 Reads the stack's budget (infra declares it: AWS `<stack name>-monthly`, Azure the resource group's
 `<stack name>-monthly`) and exports `ml_budget_forecast_eur{stack}` (month-end forecast) and
@@ -12,9 +12,9 @@ MONITORING_PUSHGATEWAY_URL, a push (job `monitoring-budget`, grouping `stack`).
 - Azure: Consumption Budgets `GET {scope}/providers/Microsoft.Consumption/budgets/{name}` returns
   `properties.amount` and `properties.forecastSpend` (api-version 2023-05-01). Needs
   `Microsoft.Consumption/budgets/read` (Cost Management Reader) on the resource group.
-- GCP: the Billing Budgets API returns no spend at all (amounts come only in the budget's Pub/Sub
-  notifications, and those carry no forecast amount): refused with exit 2 and the reason; the budget's own
-  forecast threshold e-mail (infra/gcp) is the GCP alert.
+- GCP: the Billing Budgets API returns no spend; the budget publishes its status to a Pub/Sub topic, which
+  `monitoring/budget_gcp.py` drains (`--cloud gcp --subscription ...`). Those notifications carry no
+  forecast amount, only the forecast threshold exceeded: see that module for what the gauges mean there.
 
 Amounts in another currency than EUR need `--eur-per-unit` (no silent conversion).
 Cloud SDKs are imported lazily (boto3 for AWS; azure-identity for Azure's token).

@@ -9,7 +9,8 @@ python -m monitoring evaluate --url 127.0.0.1:8000 --manifest M --bundle B --out
     sends the test split's labelled sample through the live endpoint: accuracy, F1, AUC vs training
 python -m monitoring texts --manifest M --out clean.txt    (or --shifted: another domain; demo, checks)
 python -m monitoring budget --cloud aws --budget mlp-dev-monthly --stack dev [--out DIR]
-    (or --cloud azure --scope /subscriptions/<id>/resourceGroups/<rg>): the budget's limit and month-end
+    (or --cloud azure --scope /subscriptions/<id>/resourceGroups/<rg>, or --cloud gcp --subscription
+    projects/<p>/subscriptions/<s>: the budget's Pub/Sub notifications): the budget's limit and month-end
     forecast as ml_budget_limit_eur / ml_budget_forecast_eur (pushed like the other jobs' gauges)
 python -m monitoring env
 """
@@ -75,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, help="also write DIR/metrics.prom")
     b.add_argument("--account-id", help="AWS account (default: the caller's, from STS)")
     b.add_argument("--scope", help="Azure: the budget's scope, /subscriptions/<id>/resourceGroups/<rg>")
+    b.add_argument(
+        "--subscription",
+        help="GCP: the budget notifications' pull subscription, projects/<p>/subscriptions/<s>",
+    )
     b.add_argument("--eur-per-unit", type=float, help="conversion when the budget is not in EUR")
     sub.add_parser("env", help="environment variables the serving models and jobs read")
     return ap
@@ -152,11 +157,12 @@ def _budget(args: argparse.Namespace) -> int:
     from monitoring import budget, metrics
     from monitoring.environment import MONITORING_PUSHGATEWAY_URL
 
-    if args.cloud == "gcp":
+    if args.eur_per_unit is not None and args.eur_per_unit <= 0:
         raise InputError(
-            "GCP's Billing Budgets API returns no spend or forecast (only its Pub/Sub notifications carry "
-            "amounts, without a forecast): the budget's own forecast e-mail is GCP's alert (monitoring/README.md)"
+            f"--eur-per-unit {args.eur_per_unit}: give EUR per unit of the budget's currency (> 0)"
         )
+    if args.cloud == "gcp":
+        return _budget_gcp(args)
     if args.cloud == "azure":
         if not args.scope:
             raise InputError("--cloud azure needs --scope /subscriptions/<id>/resourceGroups/<rg>")
@@ -173,6 +179,47 @@ def _budget(args: argparse.Namespace) -> int:
             {"stack": args.stack, "source": found.source, "limit_eur": limit, "forecast_eur": forecast}
         )
     )
+    return 0
+
+
+def _budget_gcp(args: argparse.Namespace) -> int:
+    """Drain the budget's notifications; push the newest, then acknowledge (monitoring/budget_gcp.py)."""
+    from monitoring import budget, budget_gcp, metrics
+    from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+
+    if not args.subscription:
+        raise InputError("--cloud gcp needs --subscription projects/<project>/subscriptions/<id>")
+    subscription = budget_gcp.RestSubscription(args.subscription)
+    drained = budget_gcp.drain(subscription)
+    note = drained.of_budget(args.budget)
+    others = sorted({n.display_name for n in drained.newest.values()} - {args.budget})
+    summary: dict[str, object] = {
+        "stack": args.stack,
+        "source": args.subscription,
+        "pushed": note is not None,
+    }
+    if note is None:
+        print(f"monitoring budget: no new notification of budget {args.budget!r} on {args.subscription}"
+              f"{f' (only of {others})' if others else ''}: nothing pushed, the Pushgateway keeps the last "
+              "values (Cloud Billing publishes several times a day)", file=sys.stderr)  # fmt: skip
+    else:
+        limit, forecast = note.as_budget(args.subscription).in_eur(args.eur_per_unit)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+        metrics.export(budget.BUDGET_JOB, {"stack": args.stack}, budget.gauges(args.stack, limit, forecast),
+                       out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+        summary |= {"limit_eur": limit, "forecast_eur": forecast, "published": note.published.isoformat(),
+                    "cost": note.cost, "currency": note.currency,
+                    "forecast_threshold_exceeded": note.forecast_threshold}  # fmt: skip
+    # Only after the push: a failed push leaves the messages for the next run.
+    subscription.acknowledge(drained.ack_ids)
+    print(json.dumps(summary | {"acknowledged": len(drained.ack_ids), "ignored_budgets": others}))
+    if drained.malformed:
+        raise InputError(
+            f"{len(drained.malformed)} message(s) on {args.subscription} are not budget notifications "
+            f"(schema {budget_gcp.SCHEMA_VERSION}), left unacknowledged for inspection: "
+            + "; ".join(drained.malformed[:5])
+        )
     return 0
 
 

@@ -85,3 +85,10 @@ MONITORING_JOB_NAME = _declare(
     "label of the progress stamp the trainer pushes to MONITORING_PUSHGATEWAY_URL (TrainingNoProgress joins it "
     "with kube-state-metrics' kube_job_status_active). Unset = no push.",
 )
+PUBSUB_EMULATOR_HOST = _declare(
+    "PUBSUB_EMULATOR_HOST",
+    str,
+    None,
+    "host:port of a Pub/Sub emulator (tests): `monitoring budget --cloud gcp` then pulls over plain HTTP without "
+    "credentials instead of pubsub.googleapis.com (the variable Google's own Pub/Sub clients honour).",
+)
