@@ -16,22 +16,27 @@ Then it writes a build record in ``containers.build``'s format (what promotion's
 the flag is false and the decision says CI must build the serving image for this bundle: promotion is skipped,
 not failed. A registry that cannot be reached or refuses the credentials fails the step (exit 1, the reason).
 
-Credentials: a Docker ``config.json`` (``auths.<host>.auth``, base64 user:password) in ``$DOCKER_CONFIG``, used as
-Basic auth or to fetch a Bearer token from the registry's ``WWW-Authenticate`` realm (the distribution token
-flow); none: anonymous. Loopback registries are reached over HTTP, every other one over verified TLS.
+Credentials (pipeline/registry_auth.py), looked up when the registry answers 401: the ``$DOCKER_CONFIG`` entry for
+the host, else the pod's cloud identity by the registry's host (ECR, Artifact Registry, ACR), else anonymous;
+used as Basic auth or to fetch a Bearer token from the registry's ``WWW-Authenticate`` realm (the distribution
+token flow). Loopback registries are reached over HTTP, every other one over verified TLS.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from pipeline import registry_auth
+from pipeline.registry_auth import RegistryError
+
+__all__ = ["BUNDLE_LABEL", "RegistryError", "bundle_sha256", "check", "parse", "resolve"]
 
 BUNDLE_LABEL = "eu.ml-platform.bundle.metadata-sha256"  # containers/serving/Dockerfile, promotion/sequence.py
 REFERENCE = re.compile(
@@ -49,10 +54,6 @@ PLATFORM = {"os": "linux", "architecture": "amd64"}  # the clusters' node pools
 TIMEOUT_S = 30
 
 
-class RegistryError(Exception):
-    """The registry could not confirm an image: unreachable, refused, or served other bytes."""
-
-
 def parse(reference: str) -> tuple[str, str, str]:
     """(host, repository, digest); a reference without a digest is a usage error (ValueError)."""
     match = REFERENCE.fullmatch(reference.strip())
@@ -64,68 +65,91 @@ def parse(reference: str) -> tuple[str, str, str]:
     return match["host"], match["repo"], match["digest"]
 
 
-def _loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return name in ("localhost", "127.0.0.1", "[::1]")
+class _RedirectHandler(urllib.request.HTTPRedirectHandler):
+    """Follow redirects, but send the registry's Authorization only to the registry's own host.
+
+    ECR, Artifact Registry and ACR answer blob reads with a redirect to signed storage URLs (S3, GCS, Azure
+    Blob); urllib would forward the Authorization header there, and S3 refuses a request carrying two auth
+    mechanisms. Docker's client drops it the same way."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if (
+            new is not None
+            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+        ):
+            new.remove_header("Authorization")
+        return new
 
 
-def _credentials(host: str) -> str | None:
-    folder = os.environ.get("DOCKER_CONFIG") or str(Path.home() / ".docker")
-    path = Path(folder) / "config.json"
-    if not path.is_file():
-        return None
-    auths = json.loads(path.read_text(encoding="utf-8")).get("auths", {})
-    entry = auths.get(host) or auths.get(f"https://{host}") or {}
-    return entry.get("auth")
+_OPENER = urllib.request.build_opener(_RedirectHandler)
 
 
-def _bearer(challenge: str, basic: str | None) -> str:
+def _bearer(url: str, challenge: str, credential: registry_auth.Credential | None) -> str:
+    """A token from the challenge's realm (the distribution token flow), with Basic auth when we have any."""
     fields = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
     if "realm" not in fields:
-        raise RegistryError(f"unsupported authentication challenge {challenge!r}")
+        raise RegistryError(f"{url}: unsupported authentication challenge {challenge!r}")
     query = urllib.parse.urlencode({k: v for k, v in fields.items() if k in ("service", "scope")})
     req = urllib.request.Request(f"{fields['realm']}?{query}")
-    if basic:
-        req.add_header("Authorization", f"Basic {basic}")
-    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (https or loopback)
-        doc = json.loads(resp.read())
-    return doc.get("token") or doc["access_token"]
+    if credential:
+        req.add_header("Authorization", f"Basic {credential.basic}")
+    try:
+        with _OPENER.open(req, timeout=TIMEOUT_S) as resp:
+            doc = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise RegistryError(_refused(url, exc.code, credential, fields["realm"])) from None
+    except urllib.error.URLError as exc:
+        raise RegistryError(f"{fields['realm']}: {exc.reason}") from None
+    return str(doc.get("token") or doc["access_token"])
 
 
-def _fetch(host: str, path: str, accept: str, digest: str) -> tuple[bytes, str]:
-    """GET https://host/v2/path, answering one auth challenge; the body must hash to ``digest``."""
-    url = f"{'http' if _loopback(host) else 'https'}://{host}/v2/{path}"
-    basic = _credentials(host)
+def _refused(url: str, code: int, credential: registry_auth.Credential | None, where: str = "") -> str:
+    host = urllib.parse.urlsplit(url).netloc
+    at = f" (token endpoint {where})" if where else ""
+    if credential is None:
+        return f"{url}: HTTP {code}{at}: {registry_auth.missing(host)}"
+    return f"{url}: HTTP {code}{at}: the registry refused {credential.source}; it needs {credential.need}"
+
+
+def _fetch(
+    host: str, path: str, accept: str, digest: str, auth: registry_auth.Credentials
+) -> tuple[bytes, str]:
+    """GET <registry>/v2/path, answering one auth challenge; the body must hash to ``digest``."""
+    url = f"{registry_auth.base_url(host)}/v2/{path}"
     headers = {"Accept": accept}
+    credential: registry_auth.Credential | None = None
     for attempt in range(2):
-        req = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (https or loopback)
+            with _OPENER.open(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S) as resp:
                 body, media = resp.read(), resp.headers.get("Content-Type", "")
                 break
         except urllib.error.HTTPError as exc:
             challenge = exc.headers.get("WWW-Authenticate", "")
-            if exc.code == 401 and attempt == 0 and challenge.lower().startswith("bearer"):
-                headers["Authorization"] = f"Bearer {_bearer(challenge, basic)}"
-                continue
-            if exc.code == 401 and attempt == 0 and basic:
-                headers["Authorization"] = f"Basic {basic}"
-                continue
-            raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+            if exc.code != 401 or attempt == 1:
+                if exc.code in (401, 403):
+                    raise RegistryError(_refused(url, exc.code, credential)) from None
+                raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+            credential = auth.get(host)
+            if challenge.lower().startswith("bearer"):
+                headers["Authorization"] = f"Bearer {_bearer(url, challenge, credential)}"
+            elif credential is not None:
+                headers["Authorization"] = f"Basic {credential.basic}"
+            else:
+                raise RegistryError(_refused(url, exc.code, None)) from None
         except urllib.error.URLError as exc:
             raise RegistryError(f"{url}: {exc.reason}") from None
-    else:
-        raise RegistryError(f"{url}: refused the credentials (DOCKER_CONFIG)")
     served = "sha256:" + hashlib.sha256(body).hexdigest()
     if served != digest:
         raise RegistryError(f"{url}: served bytes hashing to {served}, not {digest}")
     return body, media
 
 
-def resolve(reference: str) -> dict[str, Any]:
+def resolve(reference: str, auth: registry_auth.Credentials | None = None) -> dict[str, Any]:
     """The image's manifest digest (the reference's), config digest and labels, each checked by its hash."""
     host, repo, digest = parse(reference)
-    body, _ = _fetch(host, f"{repo}/manifests/{digest}", MANIFESTS, digest)
+    auth = auth or registry_auth.Credentials()
+    body, _ = _fetch(host, f"{repo}/manifests/{digest}", MANIFESTS, digest, auth)
     manifest = json.loads(body)
     if "manifests" in manifest:  # an index: the node pools' platform
         chosen = [
@@ -137,10 +161,12 @@ def resolve(reference: str) -> dict[str, Any]:
             raise RegistryError(
                 f"{reference}: the index has no {PLATFORM['os']}/{PLATFORM['architecture']} image"
             )
-        body, _ = _fetch(host, f"{repo}/manifests/{chosen[0]['digest']}", MANIFESTS, chosen[0]["digest"])
+        body, _ = _fetch(
+            host, f"{repo}/manifests/{chosen[0]['digest']}", MANIFESTS, chosen[0]["digest"], auth
+        )
         manifest = json.loads(body)
     config_digest = manifest["config"]["digest"]
-    config, _ = _fetch(host, f"{repo}/blobs/{config_digest}", "*/*", config_digest)
+    config, _ = _fetch(host, f"{repo}/blobs/{config_digest}", "*/*", config_digest, auth)
     labels = (json.loads(config).get("config") or {}).get("Labels") or {}
     return {
         "reference": f"{host}/{repo}@{digest}",
@@ -162,7 +188,8 @@ def check(
 ) -> tuple[bool, dict[str, Any], dict[str, Any]]:
     """(ready, decision, build record); raises ValueError for an unpinned reference, RegistryError."""
     want = bundle_sha256(bundle)
-    training, serving = resolve(training_image), resolve(serving_image)
+    auth = registry_auth.Credentials()
+    training, serving = resolve(training_image, auth), resolve(serving_image, auth)
     label = serving["labels"].get(BUNDLE_LABEL)
     ready = label == want
     reason = (

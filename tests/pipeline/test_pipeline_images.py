@@ -32,9 +32,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-def _blob(address: str, repo: str, data: bytes) -> str:
+def _blob(address: str, repo: str, data: bytes, auth: dict[str, str]) -> str:
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    start = urllib.request.Request(f"http://{address}/v2/{repo}/blobs/uploads/", method="POST")
+    start = urllib.request.Request(f"http://{address}/v2/{repo}/blobs/uploads/", method="POST", headers=auth)
     with urllib.request.urlopen(start) as resp:
         location = resp.headers["Location"]
     url = location if location.startswith("http") else f"http://{address}{location}"
@@ -43,14 +43,19 @@ def _blob(address: str, repo: str, data: bytes) -> str:
         f"{url}{sep}digest={digest}",
         data=data,
         method="PUT",
-        headers={"Content-Type": "application/octet-stream"},
+        headers={"Content-Type": "application/octet-stream", **auth},
     )
     urllib.request.urlopen(put).close()
     return digest
 
 
-def push(address: str, repo: str, labels: dict[str, str], tag: str = "1") -> str:
-    """An image whose config carries `labels`; returns the manifest digest the registry answers with."""
+def push(
+    address: str, repo: str, labels: dict[str, str], tag: str = "1", auth: dict[str, str] | None = None
+) -> str:
+    """An image whose config carries `labels`; returns the manifest digest the registry answers with.
+
+    `auth`: extra headers (an Authorization) for a registry that refuses anonymous pushes."""
+    auth = auth or {}
     config = json.dumps(
         {"architecture": "amd64", "os": "linux", "config": {"Labels": labels}, "rootfs": {"type": "layers"}}
     ).encode()
@@ -60,13 +65,13 @@ def push(address: str, repo: str, labels: dict[str, str], tag: str = "1") -> str
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {
             "mediaType": "application/vnd.oci.image.config.v1+json",
-            "digest": _blob(address, repo, config),
+            "digest": _blob(address, repo, config, auth),
             "size": len(config),
         },
         "layers": [
             {
                 "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                "digest": _blob(address, repo, layer),
+                "digest": _blob(address, repo, layer, auth),
                 "size": len(layer),
             }
         ],
@@ -75,7 +80,7 @@ def push(address: str, repo: str, labels: dict[str, str], tag: str = "1") -> str
         f"http://{address}/v2/{repo}/manifests/{tag}",
         data=json.dumps(manifest).encode(),
         method="PUT",
-        headers={"Content-Type": manifest["mediaType"]},
+        headers={"Content-Type": manifest["mediaType"], **auth},
     )
     with urllib.request.urlopen(put) as resp:
         return resp.headers["Docker-Content-Digest"]

@@ -1,0 +1,338 @@
+"""The `images` step's registry credentials (pipeline/registry_auth.py) against real servers.
+
+A real `docker-registry` on 127.0.0.1 with htpasswd Basic auth refuses anonymous reads. Its users are the pairs
+each cloud identity yields: `AWS` with the password moto's ECR `GetAuthorizationToken` hands out (moto's server
+over HTTP, reached through boto3's own `AWS_ENDPOINT_URL_ECR`), `oauth2accesstoken` with a Google access token.
+The registry is on loopback, so `PIPELINE_REGISTRY_AUTH` names the cloud (the documented seam; real hosts are
+mapped by name, tested on the host patterns). Azure: the Entra ID token is a fixed one (no fake token endpoint),
+and the exchange request is checked on a loopback HTTP server that answers like ACR's `/oauth2/exchange`.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline import images, registry_auth
+from pipeline.cli import main
+from tests.pipeline.test_pipeline_images import candidate, push
+
+pytestmark = pytest.mark.integration
+
+REGION = "eu-south-2"
+GOOGLE_TOKEN = "ya29.test-access-token"
+
+
+def _bcrypt(password: str) -> str:
+    """A bcrypt hash for the registry's htpasswd (distribution accepts bcrypt only), from libxcrypt."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            import crypt
+        except ImportError:
+            pytest.skip("the crypt module (Python < 3.13) makes the htpasswd bcrypt hashes")
+    hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+    if not hashed or not hashed.startswith("$2"):
+        pytest.skip("this libc's crypt() has no bcrypt")
+    return hashed
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+@pytest.fixture(scope="module")
+def ecr_password(s3_server: str) -> str:
+    """What ECR's GetAuthorizationToken answers moto's account with (base64 `AWS:<password>`)."""
+    import boto3
+
+    client = boto3.client(
+        "ecr",
+        endpoint_url=s3_server,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    token = client.get_authorization_token()["authorizationData"][0]["authorizationToken"]
+    user, password = base64.b64decode(token).decode().split(":", 1)
+    assert user == "AWS"
+    return str(password)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Iterator[dict[str, Any]]:
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
+    from containers import services
+
+    root = tmp_path_factory.mktemp("auth-registry")
+    (root / "htpasswd").write_text(
+        f"AWS:{_bcrypt(ecr_password)}\n{registry_auth.GAR_USER}:{_bcrypt(GOOGLE_TOKEN)}\n"
+    )
+    port = services.free_port()
+    (root / "registry.yml").write_text(
+        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
+        f"auth:\n  htpasswd:\n    realm: test-registry\n    path: {root / 'htpasswd'}\n"
+    )
+    log = root / "registry.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["docker-registry", "serve", str(root / "registry.yml")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def ready() -> bool:  # anonymous /v2/ gets 401 once it serves
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2).close()
+        except urllib.error.HTTPError as exc:
+            return exc.code == 401
+        except OSError:
+            return False
+        return False
+
+    try:
+        services._wait("docker-registry", ready, proc, log, 30)
+        address = f"127.0.0.1:{port}"
+        auth = _basic("AWS", ecr_password)
+        yield {
+            "address": address,
+            "training": f"{address}/mlp/training@" + push(address, "mlp/training", {}, auth=auth),
+            "push": lambda labels, tag: push(address, "mlp/serving", labels, tag, auth=auth),
+        }
+    finally:
+        services._stop(proc)
+
+
+def _step(work: Path, training: str, serving: str) -> tuple[int, str]:
+    flag = work / "flag"
+    rc = main(
+        ["step", "images", "--work", str(work), "--training-image", training, "--serving-image", serving]
+        + ["--local", "false", "--flag-file", str(flag)]
+    )
+    return rc, flag.read_text() if flag.exists() else ""
+
+
+@pytest.fixture
+def no_docker_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    monkeypatch.delenv(registry_auth.PROVIDER_ENV, raising=False)
+
+
+@pytest.fixture
+def aws_identity(monkeypatch: pytest.MonkeyPatch, s3_server: str, no_docker_config: None) -> None:
+    """The pod's AWS identity, answered by moto's server (boto3 honours AWS_ENDPOINT_URL_ECR itself)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_ECR", s3_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+
+
+def test_the_ecr_identity_opens_a_registry_that_refuses_anonymous_reads(
+    registry: dict[str, Any],
+    aws_identity: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    work, sha = candidate(tmp_path)
+    serving = f"{registry['address']}/mlp/serving@" + registry["push"]({images.BUNDLE_LABEL: sha}, "ecr")
+    # Without the identity path (a loopback host maps to no cloud): anonymous, refused, and it says why.
+    assert _step(work, registry["training"], serving) == (1, "")
+    assert "asks for credentials and none apply" in capsys.readouterr().err
+    monkeypatch.setenv(registry_auth.PROVIDER_ENV, "ecr")
+    assert _step(work, registry["training"], serving) == (0, "true")
+    record = json.loads((work / "candidate" / "build-record.json").read_text())
+    assert record["images"]["serving"]["labels"][images.BUNDLE_LABEL] == sha
+
+
+def test_a_docker_config_entry_comes_before_the_identity(
+    registry: dict[str, Any], aws_identity: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "docker"
+    config.mkdir()
+    wrong = base64.b64encode(b"AWS:stale-token").decode()
+    (config / "config.json").write_text(json.dumps({"auths": {registry["address"]: {"auth": wrong}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    monkeypatch.setenv(registry_auth.PROVIDER_ENV, "ecr")
+    with pytest.raises(registry_auth.RegistryError, match="refused the DOCKER_CONFIG entry"):
+        images.resolve(registry["training"])
+
+
+def test_without_an_aws_identity_the_step_fails_and_names_what_is_missing(
+    registry: dict[str, Any], s3_server: str, tmp_path: Path
+) -> None:
+    """In a clean process: no credential anywhere in botocore's chain (this test process hosts moto)."""
+    work, sha = candidate(tmp_path)
+    serving = f"{registry['address']}/mlp/serving@" + registry["push"]({images.BUNDLE_LABEL: sha}, "none")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DOCKER_CONFIG": str(tmp_path / "no-docker-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",  # no instance metadata lookups
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL_ECR": s3_server,  # were a credential found, nothing would leave loopback
+        registry_auth.PROVIDER_ENV: "ecr",
+    }
+    argv = ["step", "images", "--work", str(work), "--training-image", registry["training"]]
+    argv += ["--serving-image", serving, "--local", "false", "--flag-file", str(work / "flag")]
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", *argv],
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "no AWS identity in this pod to call ecr:GetAuthorizationToken" in done.stderr
+    assert "`trainer` service account" in done.stderr
+
+
+def test_the_google_identity_opens_the_registry_as_oauth2accesstoken(
+    registry: dict[str, Any], no_docker_config: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import google.auth
+    from google.oauth2.credentials import Credentials
+
+    asked: list[object] = []
+
+    def default(scopes: list[str] | None = None, **_: object) -> tuple[Credentials, str]:
+        asked.append(scopes)
+        return Credentials(token=GOOGLE_TOKEN), "project"  # what Workload Identity's metadata server mints
+
+    monkeypatch.setattr(google.auth, "default", default)
+    monkeypatch.setenv(registry_auth.PROVIDER_ENV, "gar")
+    work, sha = candidate(tmp_path)
+    serving = f"{registry['address']}/mlp/serving@" + registry["push"]({images.BUNDLE_LABEL: sha}, "gar")
+    assert _step(work, registry["training"], serving) == (0, "true")
+    assert asked == [[registry_auth.GCP_SCOPE]]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    seen: list[dict[str, Any]] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
+        if self.path.startswith("/redirect"):
+            self.send_response(307)
+            self.send_header("Location", self.path.split("?to=", 1)[1])
+            self.end_headers()
+            return
+        payload = json.dumps(
+            {"refresh_token": "acr-refresh"} if self.path == "/oauth2/exchange" else {}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = _answer
+
+
+@pytest.fixture(scope="module")
+def recorder() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_entra_id_token_is_exchanged_for_an_acr_refresh_token(
+    recorder: str, no_docker_config: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unit test of the exchange's request shape (no Entra ID token endpoint is faked)."""
+    import azure.identity
+    from azure.core.credentials import AccessToken
+
+    scopes: list[tuple[str, ...]] = []
+
+    class Fixed:  # DefaultAzureCredential's interface: workload identity federation mints this token
+        def get_token(self, *wanted: str, **_: object) -> AccessToken:
+            scopes.append(wanted)
+            return AccessToken("entra-token", 2**31)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(azure.identity, "DefaultAzureCredential", Fixed)
+    monkeypatch.setenv(registry_auth.PROVIDER_ENV, "acr")
+    _Recorder.seen.clear()
+    credential = registry_auth.Credentials().get(recorder)
+    assert credential is not None
+    assert base64.b64decode(credential.basic).decode() == f"{registry_auth.ACR_USER}:acr-refresh"
+    assert scopes == [(registry_auth.AZURE_SCOPE,)]
+    (request,) = _Recorder.seen
+    assert (request["method"], request["path"]) == ("POST", "/oauth2/exchange")
+    assert request["headers"]["Content-Type"] == "application/x-www-form-urlencoded"
+    assert urllib.parse.parse_qs(request["body"].decode()) == {
+        "grant_type": ["access_token"],
+        "service": ["127.0.0.1"],
+        "access_token": ["entra-token"],
+    }
+
+
+def test_the_registry_authorization_is_not_sent_to_a_redirected_host(recorder: str) -> None:
+    """ECR/GAR/ACR redirect blob reads to signed storage URLs: S3 refuses a second auth mechanism."""
+    port = recorder.split(":")[1]
+    _Recorder.seen.clear()
+    for target in (f"http://localhost:{port}/blob", f"http://{recorder}/blob"):
+        req = urllib.request.Request(
+            f"http://{recorder}/redirect?to={target}", headers={"Authorization": "Bearer registry-token"}
+        )
+        images._OPENER.open(req, timeout=10).close()
+    elsewhere, same = _Recorder.seen[1], _Recorder.seen[3]
+    assert "Authorization" not in elsewhere["headers"]  # another host: dropped
+    assert same["headers"]["Authorization"] == "Bearer registry-token"  # the registry itself: kept
+
+
+@pytest.mark.parametrize(
+    ("host", "cloud"),
+    [
+        ("123456789012.dkr.ecr.eu-south-2.amazonaws.com", "ecr"),
+        ("europe-southwest1-docker.pkg.dev", "gar"),
+        ("mlplatformdev.azurecr.io", "acr"),
+        ("127.0.0.1:5000", None),
+        ("ghcr.io", None),
+    ],
+)
+def test_registry_hosts_map_to_their_cloud(host: str, cloud: str | None, no_docker_config: None) -> None:
+    assert registry_auth.provider(host) == cloud
+
+
+def test_an_unknown_provider_override_is_a_usage_error(
+    registry: dict[str, Any], tmp_path: Path, no_docker_config: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(registry_auth.PROVIDER_ENV, "quay")
+    work, _ = candidate(tmp_path)
+    assert _step(work, registry["training"], registry["training"])[0] == 2
