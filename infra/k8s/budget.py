@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 
 from infra.config import PlatformConfig
 from infra.k8s.monitoring import PUSHGATEWAY_URL
-from infra.k8s.monitoring_stack import _hardened, _pod_security, push_job_network_policies
+from infra.k8s.monitoring_stack import hardened, pod_security, push_job_network_policies
 from infra.k8s.serving import RESTRICTED
 from infra.shape import BUDGET_SERVICE_ACCOUNT, POOL_SELECTORS, BudgetJob, budget_name
 
@@ -112,7 +112,7 @@ def declare(
                             # The cloud identity needs the projected token (not the API token).
                             automount_service_account_token=False,
                             restart_policy="Never",
-                            security_context=_pod_security(1000),
+                            security_context=pod_security(1000),
                             node_selector=dict(POOL_SELECTORS["system"].node_selector),
                             containers=[
                                 k8s.core.v1.ContainerArgs(
@@ -128,7 +128,7 @@ def declare(
                                     resources=k8s.core.v1.ResourceRequirementsArgs(
                                         requests=dict(RESOURCES), limits=dict(RESOURCES)
                                     ),
-                                    security_context=_hardened(),
+                                    security_context=hardened(),
                                     # Python and the SDKs may want a scratch directory; the root stays read-only.
                                     volume_mounts=[
                                         k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp")

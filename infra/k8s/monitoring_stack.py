@@ -58,7 +58,8 @@ class MonitoringArgs:
     after: tuple[pulumi.Resource, ...] = ()
 
 
-def _hardened() -> k8s.core.v1.SecurityContextArgs:
+def hardened() -> k8s.core.v1.SecurityContextArgs:
+    """The container security context of every job here (and infra/k8s/budget.py): Pod Security "restricted"."""
     return k8s.core.v1.SecurityContextArgs(
         run_as_non_root=True,
         read_only_root_filesystem=True,
@@ -67,7 +68,8 @@ def _hardened() -> k8s.core.v1.SecurityContextArgs:
     )
 
 
-def _pod_security(user: int) -> k8s.core.v1.PodSecurityContextArgs:
+def pod_security(user: int) -> k8s.core.v1.PodSecurityContextArgs:
+    """The pod security context those jobs share: non-root `user`, RuntimeDefault seccomp."""
     return k8s.core.v1.PodSecurityContextArgs(
         run_as_non_root=True,
         run_as_user=user,
@@ -176,7 +178,7 @@ class MonitoringStack(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, **selector}),
                     spec=k8s.core.v1.PodSpecArgs(
                         automount_service_account_token=False,
-                        security_context=_pod_security(NOBODY),
+                        security_context=pod_security(NOBODY),
                         node_selector=dict(POOL_SELECTORS["system"].node_selector),
                         containers=[
                             k8s.core.v1.ContainerArgs(
@@ -195,7 +197,7 @@ class MonitoringStack(pulumi.ComponentResource):
                                     requests={"cpu": "50m", "memory": "64Mi"},
                                     limits={"cpu": "200m", "memory": "256Mi"},
                                 ),
-                                security_context=_hardened(),
+                                security_context=hardened(),
                                 volume_mounts=[
                                     k8s.core.v1.VolumeMountArgs(
                                         name="config", mount_path="/etc/alertmanager", read_only=True
@@ -307,7 +309,7 @@ class MonitoringStack(pulumi.ComponentResource):
                                 # The cloud identity needs the projected token (not the API token).
                                 automount_service_account_token=False,
                                 restart_policy="Never",
-                                security_context=_pod_security(1000),
+                                security_context=pod_security(1000),
                                 node_selector=dict(POOL_SELECTORS["system"].node_selector),
                                 containers=[
                                     k8s.core.v1.ContainerArgs(
@@ -326,7 +328,7 @@ class MonitoringStack(pulumi.ComponentResource):
                                         resources=k8s.core.v1.ResourceRequirementsArgs(
                                             requests=dict(DRIFT_RESOURCES), limits=dict(DRIFT_RESOURCES)
                                         ),
-                                        security_context=_hardened(),
+                                        security_context=hardened(),
                                         volume_mounts=[
                                             k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp")
                                         ],
