@@ -77,6 +77,15 @@ IMAGE_PUSH: Mapping[str, tuple[str, ...]] = {
     "ci-deployer": IMAGES,
     "monitor": (),
 }
+# Identity -> images it may read over the registry API as a pod (the kubelet pulls with the node identity;
+# an HTTP client in a pod cannot): the retraining pipeline's `images` step runs as the trainer and checks
+# the CI-built images by digest (pipeline/registry_auth.py). Read only, never push.
+IMAGE_PULL: Mapping[str, tuple[str, ...]] = {
+    "trainer": IMAGES,
+    "server": (),
+    "ci-deployer": (),
+    "monitor": (),
+}
 IDENTITIES: tuple[str, ...] = tuple(BUCKET_ACCESS)
 
 

@@ -54,6 +54,9 @@ ECR_PUSH = [
     "ecr:PutImage",
     "ecr:UploadLayerPart",
 ]
+# Read an image over the registry API: its manifests (BatchGetImage) and its blobs (GetDownloadUrlForLayer
+# answers a blob read with a signed S3 URL). Nothing that writes or lists.
+ECR_PULL = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
 
 
 def bucket_arn(name: str) -> str:
@@ -118,18 +121,35 @@ def ecr_push_statements(repository_arns: Iterable[str]) -> list[Document]:
     ]
 
 
+def ecr_pull_statements(repository_arns: Iterable[str]) -> list[Document]:
+    """Read-only use of the registry API (the pipeline's `images` step): the login token, whose action has no
+    resource type (AWS accepts only `*`), and pulls from the named repositories only."""
+    return [
+        _statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
+        _statement("EcrPull", ECR_PULL, repository_arns),
+    ]
+
+
 def policy(statements: Iterable[Document | None]) -> Document:
     return {"Version": VERSION, "Statement": [s for s in statements if s]}
 
 
 def identity_policy(
-    identity: str, bucket_names: Mapping[str, str], repository_arns: Iterable[str]
+    identity: str,
+    bucket_names: Mapping[str, str],
+    repository_arns: Iterable[str],
+    pull_repository_arns: Iterable[str] = (),
 ) -> Document:
-    """Everything an identity may do except key use (the key ARN is only known after creation)."""
+    """Everything an identity may do except key use (the key ARN is only known after creation).
+
+    `repository_arns`: the repositories it pushes to (shape.IMAGE_PUSH); `pull_repository_arns`: those it
+    only reads (shape.IMAGE_PULL)."""
     statements = bucket_statements(identity, bucket_names)
-    repos = list(repository_arns)
+    repos, pulls = list(repository_arns), list(pull_repository_arns)
     if repos:
         statements += ecr_push_statements(repos)
+    if pulls:  # one login statement, whichever kind of use needs it
+        statements += [s for s in ecr_pull_statements(pulls) if not (repos and s["Sid"] == "EcrLogin")]
     return policy(statements)
 
 

@@ -17,6 +17,7 @@ from infra.shape import (
     BUDGET_IDENTITY,
     BUDGET_SERVICE_ACCOUNT,
     IDENTITIES,
+    IMAGE_PULL,
     IMAGE_PUSH,
     SERVICE_ACCOUNTS,
     BudgetJob,
@@ -104,6 +105,7 @@ class Identities(pulumi.ComponentResource):
         self.roles = {}
         for identity in IDENTITIES:
             pushes = [repository_arns[image] for image in IMAGE_PUSH[identity]]
+            pulls = [repository_arns[image] for image in IMAGE_PULL[identity]]
             self.roles[identity] = PodRole(
                 f"{name}-{identity}",
                 cfg,
@@ -111,7 +113,7 @@ class Identities(pulumi.ComponentResource):
                 account_id=account_id,
                 cluster_name=cluster_name,
                 service_account=SERVICE_ACCOUNTS[identity],
-                policy=documents.identity_policy(identity, bucket_names, pushes),
+                policy=documents.identity_policy(identity, bucket_names, pushes, pulls),
                 key_policy=_key_policy(identity, key_arn),
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, PREFIX_ACCESS, Access
+from infra.shape import BUCKET_ACCESS, IMAGE_PULL, IMAGE_PUSH, PREFIX_ACCESS, Access
 
 # Built-in role definition ids (identical in every tenant).
 STORAGE_BLOB_DATA_READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
@@ -95,7 +95,12 @@ def prefix_assignments(identity: str) -> list[PrefixAssignment]:
 
 
 def registry_assignments(identity: str) -> list[Assignment]:
-    return [Assignment(identity, "registry", ACR_PUSH)] if IMAGE_PUSH[identity] else []
+    """AcrPush for an identity that pushes (shape.IMAGE_PUSH; it includes pull), else AcrPull for one that
+    reads (shape.IMAGE_PULL). On the registry: the platform's registry holds only the two image repositories
+    (repository-scoped roles need an ABAC-enabled registry)."""
+    if IMAGE_PUSH[identity]:
+        return [Assignment(identity, "registry", ACR_PUSH)]
+    return [Assignment(identity, "registry", ACR_PULL)] if IMAGE_PULL[identity] else []
 
 
 def role_definition_id(subscription: str, role: str) -> str:

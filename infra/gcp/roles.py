@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infra.shape import BUCKET_ACCESS, IMAGE_PUSH, PREFIX_ACCESS, Access, ServiceAccountRef
+from infra.shape import BUCKET_ACCESS, IMAGE_PULL, IMAGE_PUSH, PREFIX_ACCESS, Access, ServiceAccountRef
 
 BUCKET_ROLES: Mapping[Access, str] = {
     Access.READ: "roles/storage.objectViewer",
@@ -20,6 +20,8 @@ BUCKET_ROLES: Mapping[Access, str] = {
     Access.READ_WRITE: "roles/storage.objectUser",
 }
 REPOSITORY_PUSH_ROLE = "roles/artifactregistry.writer"
+# Read artifacts and their metadata; nothing written (writer already includes it).
+REPOSITORY_PULL_ROLE = "roles/artifactregistry.reader"
 KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
 
@@ -63,7 +65,14 @@ def prefix_bindings(identity: str) -> list[PrefixBinding]:
 
 
 def repository_bindings(identity: str) -> list[Binding]:
-    return [Binding(identity, image, REPOSITORY_PUSH_ROLE) for image in IMAGE_PUSH[identity]]
+    """Push (shape.IMAGE_PUSH) or read-only (shape.IMAGE_PULL) bindings, one per repository."""
+    pushes = [Binding(identity, image, REPOSITORY_PUSH_ROLE) for image in IMAGE_PUSH[identity]]
+    pulls = [
+        Binding(identity, image, REPOSITORY_PULL_ROLE)
+        for image in IMAGE_PULL[identity]
+        if image not in IMAGE_PUSH[identity]
+    ]
+    return pushes + pulls
 
 
 def service_account_email(account_id: str, project: str) -> str:
