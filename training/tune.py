@@ -7,8 +7,9 @@
 - The search space is data (training/search_space.json, per preset); a trial is the preset plus the
   space's fixed overrides plus the sampled ``key=value`` overrides, run by the trainer in this process
   into ``DIR/trials/<number>/`` (checkpoints, metrics.json, cost.json, MLflow run as a child of the study's).
-- The trainer reports each validation to the trial; the pruner (median or successive halving) ends weak
-  trials there. The per-trial time limit is a deadline the training loop honours: the trial ends cleanly
+- The trainer reports each validation to the trial (the best so far of the preset's pruning metric,
+  search_space.json: validation AUC on smoke, which moves from the first validation while accuracy sits at the
+  majority class); the pruner (median or successive halving, arguments per preset) ends weak trials there. The per-trial time limit is a deadline the training loop honours: the trial ends cleanly
   at its limit, checkpointed, and is recorded as TIME_LIMIT.
 - The study stops when ``--trials`` trials exist in the study (all workers together) or when the spent
   cost (training/prices.json, as cost.json, converted to EUR) reaches ``--budget-eur``; a trial's deadline
@@ -42,7 +43,7 @@ log = logging.getLogger("training.tune")
 
 METRIC = "val_accuracy"
 SAMPLERS = ("tpe", "grid", "random")
-PRUNERS = ("median", "halving", "none")
+PRUNERS = ("median", "halving", "none")  # their arguments and the metric they judge: search_space.json
 # Trial user attributes (the study storage is the only state shared between workers and reruns).
 WORKER, ELAPSED, PRUNED_AT, STOPPED, COST_EUR = "worker", "elapsed_s", "pruned_at_step", "stopped", "cost_eur"
 SQLITE_TIMEOUT_S = 60  # concurrent workers on one SQLite file wait for its lock instead of failing
@@ -130,17 +131,6 @@ def _sampler(cfg: TuneConfig, space: Any) -> Any:
     return optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=min(4, cfg.trials))
 
 
-def _pruner(name: str) -> Any:
-    import optuna
-
-    if name == "median":
-        # One finished trial is enough to compare against; a trial is judged from its 2nd validation on.
-        return optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0, interval_steps=1)
-    if name == "halving":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
-    return optuna.pruners.NopPruner()
-
-
 def open_study(cfg: TuneConfig, space: Any, base_name: str) -> Any:
     import optuna
 
@@ -149,7 +139,7 @@ def open_study(cfg: TuneConfig, space: Any, base_name: str) -> Any:
         study_name=cfg.study_name or f"{base_name}-{cfg.preset}",
         storage=_storage(cfg.storage_url),
         sampler=_sampler(cfg, space),
-        pruner=_pruner(cfg.pruner),
+        pruner=space.pruning.build(cfg.pruner),
         direction="maximize",
         load_if_exists=True,
     )
@@ -225,14 +215,17 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
         # Stop where the budget runs out, not only at the next trial boundary.
         limit = min(limit, (cfg.budget_eur - spent_eur(study)) / price)
     start = time.monotonic()
+    # The pruner judges the preset's pruning metric (search_space.json), best so far: the trial's value is
+    # its best validation too (the best checkpoint's). A resumed trial carries its earlier attempts' best.
+    judged = space.pruning.metric
+    best = [max(frozen.intermediate_values.values(), default=float("-inf"))]
 
     def on_evaluate(step: int, scores: dict[str, float]) -> bool:
-        trial.report(scores["accuracy"], step)
+        best[0] = max(best[0], scores[judged])
+        trial.report(best[0], step)
         if trial.should_prune():
             trial.set_user_attr(PRUNED_AT, step)
-            log.info(
-                "trial %d pruned at step %d (validation accuracy %.4f)", number, step, scores["accuracy"]
-            )
+            log.info("trial %d pruned at step %d (best validation %s %.4f)", number, step, judged, best[0])
             return True
         return False
 

@@ -23,15 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXED = {"eval_every_steps": "5", "baselines": "false", "export": "false", "mlflow": "false"}
 
 
-def space(tmp: Path, params: dict, **fixed: str) -> Path:
+def space(tmp: Path, params: dict, pruning: dict | None = None, **fixed: str) -> Path:
     path = tmp / "space.json"
-    doc = {"eur_per_usd": 0.86, "presets": {"smoke": {"fixed": {**FIXED, **fixed}, "params": params}}}
+    entry = {"fixed": {**FIXED, **fixed}, "params": params, **({"pruning": pruning} if pruning else {})}
+    doc = {"eur_per_usd": 0.86, "presets": {"smoke": entry}}
     path.write_text(json.dumps(doc))
     return path
 
 
-def lr_space(tmp: Path, values: list[float], **fixed: str) -> Path:
-    return space(tmp, {"optim.lr": {"type": "categorical", "choices": values, "grid": values}}, **fixed)
+def lr_space(tmp: Path, values: list[float], pruning: dict | None = None, **fixed: str) -> Path:
+    lr = {"optim.lr": {"type": "categorical", "choices": values, "grid": values}}
+    return space(tmp, lr, pruning, **fixed)
 
 
 def study(out: Path) -> dict:
@@ -54,6 +56,19 @@ def test_search_space_is_data_and_checked() -> None:
         }
     with pytest.raises(ConfigError, match="optim.lrr"):
         search_space._param("smoke", "optim.lrr", {"type": "float", "low": 0.1, "high": 0.01, "grid": [0.1]})
+
+
+def test_pruning_block_is_checked(tmp_path: Path) -> None:
+    from training import search_space
+    from training.errors import ConfigError
+
+    smoke = search_space.load("smoke").pruning
+    assert smoke.metric == "auc"  # the shipped smoke space prunes on validation AUC (training/README.md)
+    assert search_space.load("smoke", lr_space(tmp_path, [3e-3])).pruning.metric == "accuracy"  # no block
+    with pytest.raises(ConfigError, match="accuracy, f1, auc"):
+        search_space.load("smoke", lr_space(tmp_path, [3e-3], {"metric": "loss"}))
+    with pytest.raises(ConfigError, match="n_startup_trials"):
+        search_space.load("smoke", lr_space(tmp_path, [3e-3], {"median": {"n_startup": 1}}))
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path) -> None:
@@ -131,6 +146,42 @@ def test_pruner_stops_a_trial_that_does_not_learn(tmp_path: Path) -> None:
     assert set(pruned) == {"number", "state", "value", "duration_s", "cost_eur", "pruned_at_step"}
     assert (out / "plots" / "optimization_history.png").stat().st_size > 0
     assert (out / "model" / "config.json").is_file()  # the best trial, laid out like a training run
+
+
+@pytest.mark.integration
+def test_pruner_judges_the_configured_intermediate_metric(tmp_path: Path) -> None:
+    # The space says: prune on validation AUC. What the study storage holds as each trial's intermediate values
+    # (what the pruner read) must be the best-so-far validation AUC of that trial's own run, and the pruned
+    # trial must have been stopped where that value fell below the finished trial's at the same step.
+    import optuna
+
+    out = tmp_path / "study"
+    pruning = {"metric": "auc", "median": {"n_startup_trials": 1, "n_warmup_steps": 0, "interval_steps": 1}}
+    cfg = TuneConfig(
+        preset="smoke",
+        output=out,
+        trials=2,
+        trial_timeout_s=120,
+        sampler="grid",
+        pruner="median",
+        seed=1,  # grid order: lr 3e-3 first (it learns), then 1e-7 (it does not)
+        space_file=lr_space(tmp_path, [3e-3, 1e-7], pruning, epochs="2"),
+    )
+    assert tune(cfg) == 0
+    loaded = optuna.load_study(study_name="sentiment-smoke-smoke", storage=cfg.storage_url)
+    trials = {t.state.name: t for t in loaded.trials}
+    assert set(trials) == {"COMPLETE", "PRUNED"}
+    for t in trials.values():
+        history = json.loads((out / "trials" / str(t.number) / "metrics.json").read_text())["history"]
+        aucs = [(h["step"], h["val_auc"]) for h in history if "val_auc" in h]
+        best = [max(v for _, v in aucs[: i + 1]) for i in range(len(aucs))]
+        assert t.intermediate_values == {step: b for (step, _), b in zip(aucs, best, strict=True)}
+    pruned, reference = trials["PRUNED"], trials["COMPLETE"]
+    step = pruned.user_attrs["pruned_at_step"]
+    assert step == max(pruned.intermediate_values) < 50  # stopped at its last report, before its 50 steps
+    assert pruned.intermediate_values[step] < reference.intermediate_values[step]
+    assert study(out)["metric"] == "val_accuracy"  # the objective is still validation accuracy
+    assert reference.value == study(out)["best_value"]
 
 
 @pytest.mark.integration
