@@ -22,8 +22,10 @@ SERVICE_ACCOUNT = "trainer"
 WORK_MOUNT = "/work"
 FLAG_PATH = "/tmp/flag"
 WORK_VOLUME_SIZE = "20Gi"
-# The `images` step reads the stack registry with a Docker config.json from this Secret (type
-# kubernetes.io/dockerconfigjson), when it exists; optional: registries the node identity opens need none.
+# The `images` step reads the stack registry as the trainer's own cloud identity (pipeline/registry_auth.py;
+# infra grants it read on the two image repositories, infra.shape.IMAGE_PULL), so nothing has to create this
+# Secret. It stays an optional override (type kubernetes.io/dockerconfigjson, mounted as $DOCKER_CONFIG, used
+# first when it has an entry for the registry host): for a registry outside the stack, e.g. a mirror.
 REGISTRY_SECRET = "registry-credentials"
 REGISTRY_CONFIG_DIR = "/etc/registry"
 # A retrain a day in dev, a week elsewhere: drift needs a window of traffic to be meaningful.

@@ -94,7 +94,12 @@ def docker_config(host: str) -> Credential | None:
     path = Path(folder) / "config.json"
     if not path.is_file():
         return None
-    auths = json.loads(path.read_text(encoding="utf-8")).get("auths", {})
+    try:
+        auths = json.loads(path.read_text(encoding="utf-8")).get("auths", {})
+    except (ValueError, AttributeError) as exc:
+        raise ValueError(
+            f"{path} is not a Docker config.json ({exc}): fix it or unset DOCKER_CONFIG"
+        ) from None
     entry = auths.get(host) or auths.get(f"https://{host}") or {}
     if not entry.get("auth"):
         return None
