@@ -128,7 +128,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         opts,
     )
 
-    # The budget cost job (infra/k8s/budget.py): AWS and Azure; GCP's budget API has no forecast.
+    # The budget cost job (infra/k8s/budget.py): every cloud (GCP: from the budget's Pub/Sub notifications).
     budget.declare(cfg, platform.budget_job, training_image, labels, opts,
                    identity_egress=tuple(platform.identity_egress), after=(addons,))  # fmt: skip
     # Retraining pipeline (pipeline/, infra/k8s/argo.py): its objects live in the training namespace, after it.

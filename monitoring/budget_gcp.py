@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,7 +41,6 @@ from monitoring.budget import Budget
 from monitoring.environment import PUBSUB_EMULATOR_HOST
 from monitoring.errors import InputError
 
-log = logging.getLogger(__name__)
 PUBSUB_API = "https://pubsub.googleapis.com"
 PUBSUB_SCOPE = "https://www.googleapis.com/auth/pubsub"
 SCHEMA_VERSION = "1.0"

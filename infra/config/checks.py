@@ -130,6 +130,16 @@ def _budget(cfg: PlatformConfig) -> None:
     b, gpu = cfg.budget, cfg.cluster.gpu_pool
     if cfg.cloud == "aws" and b.currency != "USD":
         raise ConfigError("budget.currency", b.currency, "AWS Budgets are kept in USD: set currency: USD")
+    if b.eur_rate is None:
+        raise ConfigError(
+            "budget.eurPerUnit", None,
+            f"the budget job's gauges are in EUR and {b.currency} has no default rate "
+            f"(infra/config/model.py DEFAULT_EUR_PER_UNIT): set budget.eurPerUnit to EUR per 1 {b.currency}",
+        )  # fmt: skip
+    if b.currency == "EUR" and b.eur_rate != 1.0:
+        raise ConfigError(
+            "budget.eurPerUnit", b.eur_per_unit, "the budget is in EUR: remove budget.eurPerUnit"
+        )
     # One notification per threshold, plus the forecast-at-100% the program adds.
     notifications = len(b.alert_thresholds) + 1
     bound = {"aws": limits.aws_budget_notifications(), "azure": limits.AZURE_BUDGET_NOTIFICATIONS}.get(

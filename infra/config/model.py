@@ -110,15 +110,33 @@ class NetworkConfig(_Model):
     availability_zones: int = Field(default=3, ge=2, le=3, description="2 or 3")
 
 
+# EUR per unit of a budget's currency, when `budget.eurPerUnit` is not set: the budget job's gauges are in
+# EUR (infra/k8s/budget.py passes the rate to `python -m monitoring budget --eur-per-unit`). USD: ECB euro
+# reference rate of 2026-12-01. training/search_space.json `eur_per_usd` is the same rate for another use
+# (the tuner's price table, training/prices.json, in USD); the two are kept apart because a stack's budget
+# is the deployer's config and the tuner's table is the trainer's, but refresh them together.
+DEFAULT_EUR_PER_UNIT: Mapping[str, float] = MappingProxyType({"EUR": 1.0, "USD": 0.86})
+
+
 class BudgetConfig(_Model):
     monthly_amount: float = Field(ge=1.0, description="a number >= 1")
     currency: str = Field(pattern=r"^[A-Z]{3}$", description="an ISO 4217 code such as EUR")
+    # The rate only scales the figures the dashboard and the alert show: the alert compares forecast and
+    # limit converted alike. Default: DEFAULT_EUR_PER_UNIT[currency].
+    eur_per_unit: float | None = Field(
+        default=None, gt=0.0, le=1000.0, description="EUR per one unit of budget.currency, e.g. 0.86 for USD"
+    )
     alert_thresholds: tuple[Annotated[int, Field(gt=0, le=200)], ...] = Field(
         default=(50, 80, 100), min_length=1, description="a list of percentages in 1..200"
     )
     alert_emails: tuple[
         Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", description="e-mail addresses")], ...
     ] = Field(min_length=1, description="a list of e-mail addresses")
+
+    @property
+    def eur_rate(self) -> float | None:
+        """EUR per unit of `currency` (1.0 for EUR); None when neither set nor defaulted (checks refuse it)."""
+        return self.eur_per_unit if self.eur_per_unit is not None else DEFAULT_EUR_PER_UNIT.get(self.currency)
 
 
 class ServingConfig(_Model):

@@ -12,6 +12,7 @@ import pulumi_gcp as gcp
 from infra.config import PlatformConfig
 from infra.gcp.alarms import serving_restart_policy
 from infra.gcp.audit import Audit
+from infra.gcp.budget import BudgetNotifications
 from infra.gcp.cluster import Cluster
 from infra.gcp.identity import Identities
 from infra.gcp.keys import EnvironmentKey
@@ -61,6 +62,13 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         registry=registry,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=[cluster.cluster]),
     )
+    # The budget's status goes to a Pub/Sub topic the budget CronJob drains (GCP's Budgets API has no spend).
+    notifications = BudgetNotifications(
+        f"{cfg.name}-budget-notifications",
+        cfg,
+        project=project,
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[cluster.cluster]),
+    )
     Audit(
         f"{cfg.name}-audit",
         cfg,
@@ -68,6 +76,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         project_number=project_number,
         key=key,
         billing_provider=billing,
+        notifications=notifications,
         opts=opts,
     )
     serving_restart_policy(
@@ -92,5 +101,6 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         needs_device_plugin=False,
         spot_drain="GKE graceful node shutdown (Spot preemption notice, 30 s)",
         identity_egress=METADATA_SERVER,
+        budget_job=notifications.job,
         depends_on=[cluster.system_pool],
     )

@@ -1,4 +1,5 @@
-"""Data-access audit logs for Cloud Storage kept >= 365 days in a regional log bucket, and the budget."""
+"""Data-access audit logs for Cloud Storage kept >= 365 days in a regional log bucket, and the budget
+(e-mails at its thresholds; its status to the Pub/Sub topic the budget job reads, infra/gcp/budget.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import PlatformConfig
+from infra.gcp.budget import BudgetNotifications
 from infra.gcp.keys import EnvironmentKey
 from infra.naming import tags
+from infra.shape import budget_name
 
 # Cloud Audit Logs (admin activity and the data access enabled below) of this project.
 AUDIT_FILTER = 'logName:"cloudaudit.googleapis.com"'
@@ -23,6 +26,7 @@ class Audit(pulumi.ComponentResource):
         project_number: str,
         key: EnvironmentKey,
         billing_provider: pulumi.ProviderResource,
+        notifications: BudgetNotifications,
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:gcp:Audit", name, None, opts)
@@ -73,7 +77,8 @@ class Audit(pulumi.ComponentResource):
         gcp.billing.Budget(
             f"{name}-budget",
             billing_account=cfg.gcp_billing_account,
-            display_name=f"{cfg.name} monthly",
+            # The name `monitoring budget --budget` matches in the notifications (budgetDisplayName).
+            display_name=budget_name(cfg.name),
             budget_filter=gcp.billing.BudgetBudgetFilterArgs(
                 projects=[f"projects/{project_number}"], calendar_period="MONTH"
             ),
@@ -90,7 +95,13 @@ class Audit(pulumi.ComponentResource):
             all_updates_rule=gcp.billing.BudgetAllUpdatesRuleArgs(
                 monitoring_notification_channels=[c.id for c in channels],
                 disable_default_iam_recipients=False,
+                # Every status update (not only crossed thresholds) to the budget job's topic; "1.0" is the
+                # only schema (budgets-programmatic-notifications#notification_format).
+                pubsub_topic=notifications.topic_path,
+                schema_version="1.0",
             ),
-            opts=pulumi.ResourceOptions(parent=self, provider=billing_provider),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=billing_provider, depends_on=[notifications.topic]
+            ),
         )
         self.register_outputs({})

@@ -25,6 +25,7 @@ APIS_OF_TYPE: Mapping[str, tuple[str, ...]] = {
     "gcp:monitoring/": ("monitoring.googleapis.com",),
     "gcp:projects/iAMAuditConfig:": ("cloudresourcemanager.googleapis.com",),
     "gcp:projects/iAMMember:": ("cloudresourcemanager.googleapis.com",),
+    "gcp:pubsub/": ("pubsub.googleapis.com",),
     "gcp:serviceaccount/": ("iam.googleapis.com",),
     "gcp:storage/": ("storage.googleapis.com",),
 }

@@ -2,11 +2,11 @@
 training image and pushes `ml_budget_limit_eur` / `ml_budget_forecast_eur{stack}` to the in-cluster
 Pushgateway, which the BudgetForecastOverLimit alert (monitoring/rules/cost.yaml) reads.
 
-Declared where the cloud hands a `BudgetJob` (AWS: an IAM role allowed `budgets:ViewBudget` on the stack's
-budget only, bound by EKS Pod Identity; Azure: a managed identity with Cost Management Reader on the
-budget's resource group, federated with the job's service account). GCP renders nothing: its Billing
-Budgets API returns no spend, and the budget's Pub/Sub notifications carry no forecast amount; the
-budget's own forecast e-mail (infra/gcp/audit.py) is GCP's alert.
+Declared on every stack, with the identity its cloud hands over in a `BudgetJob` (AWS: an IAM role allowed
+`budgets:ViewBudget` on the stack's budget only, bound by EKS Pod Identity; Azure: a managed identity with
+Cost Management Reader on the budget's resource group, federated with the job's service account; GCP: a
+Google service account, by GKE Workload Identity, that may only consume the pull subscription of the
+budget's Pub/Sub notifications, infra/gcp/budget.py: GCP's Budgets API returns no spend).
 
 Hardened like the drift CronJob (infra/k8s/monitoring_stack.py): non-root, read-only root filesystem,
 no privilege escalation, all capabilities dropped, RuntimeDefault seccomp, requests = limits, a
@@ -30,7 +30,8 @@ from infra.shape import BUDGET_SERVICE_ACCOUNT, POOL_SELECTORS, BudgetJob, budge
 
 JOB_NAME = "budget"
 # Hourly, off the hour. AWS "updates your budget status several times a day" (Budgets API reference,
-# botocore's budgets service model); Azure's cost data reaches Cost Management several times a day,
+# botocore's budgets service model); Cloud Billing publishes a budget's status to its topic several times
+# a day (cloud.google.com/billing/docs/how-to/budgets-programmatic-notifications); Azure's cost data reaches Cost Management several times a day,
 # typically 8-24 hours after use (learn.microsoft.com/azure/cost-management-billing/costs/
 # understand-cost-mgt-data). An hourly read sees each refresh within the hour for one API read; the
 # gauges stay in the Pushgateway between runs, so the alert's `for: 1h` is not broken by the gaps.
@@ -38,23 +39,18 @@ SCHEDULE = "17 * * * *"
 # One API read and a push: small, and bounded well under the schedule's period.
 RESOURCES = {"cpu": "250m", "memory": "256Mi"}
 DEADLINE_S = 600
-# The gauges are in EUR; a budget in another currency is converted with this rate. The alert compares the
-# forecast with the limit, both converted with the same rate, so the rate only scales the figures shown
-# (dashboard, alert summary), never whether the alert fires. AWS Budgets are always in USD.
-EUR_PER_UNIT: Mapping[str, float] = {"USD": 0.86}
 
 
 def cli_args(cfg: PlatformConfig, job: BudgetJob) -> list[pulumi.Input[str]]:
     """Arguments of `python -m monitoring budget` (monitoring/cli.py) for this stack's budget."""
     args: list[pulumi.Input[str]] = [*job.cli_args, "--budget", budget_name(cfg.name), "--stack", cfg.stack]
-    currency = cfg.budget.currency
-    if currency != "EUR":
-        if currency not in EUR_PER_UNIT:
-            raise ValueError(
-                f"budget.currency {currency}: the budget job has no EUR rate for it "
-                f"(infra/k8s/budget.py EUR_PER_UNIT knows {sorted(EUR_PER_UNIT)})"
-            )
-        args += ["--eur-per-unit", f"{EUR_PER_UNIT[currency]:g}"]
+    if cfg.budget.currency != "EUR":
+        # The gauges are in EUR; budget.eurPerUnit (or its default, infra/config/model.py) converts. The
+        # alert compares forecast and limit converted alike: the rate only scales the figures shown.
+        rate = cfg.budget.eur_rate
+        if rate is None:  # infra.config.parse refuses this; a hand-built config may not have been parsed
+            raise ValueError(f"budget.currency {cfg.budget.currency}: set budget.eurPerUnit (EUR per 1 unit)")
+        args += ["--eur-per-unit", f"{rate:g}"]
     return args
 
 
@@ -68,7 +64,7 @@ def declare(
     identity_egress: Sequence[Mapping[str, Any]] = (),
     after: Sequence[pulumi.Resource] = (),
 ) -> k8s.batch.v1.CronJob | None:
-    """The CronJob, its namespace, service account and NetworkPolicies; nothing where `job` is None (GCP)."""
+    """The CronJob, its namespace, service account and NetworkPolicies; nothing where `job` is None."""
     if job is None:
         return None
     name, ref = f"{cfg.name}-budget", BUDGET_SERVICE_ACCOUNT

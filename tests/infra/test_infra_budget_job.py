@@ -1,9 +1,10 @@
 """The budget cost job in the rendered plans (issue 13, item 4's BudgetForecastOverLimit): an hourly CronJob
-running `python -m monitoring budget` in the training image on every AWS and Azure stack, with arguments
-the CLI's own parser accepts and that name the budget infra declares; its own identity (AWS: exactly
-`budgets:ViewBudget` on that budget's ARN, checked against AWS's IAM definitions as parliament ships them;
-Azure: Cost Management Reader on the budget's resource group, federated with the job's service account);
-the drift job's hardening and egress; nothing on GCP."""
+running `python -m monitoring budget` in the training image on every stack, with arguments the CLI's own
+parser accepts and that name the budget infra declares; its own identity (AWS: exactly `budgets:ViewBudget`
+on that budget's ARN, checked against AWS's IAM definitions as parliament ships them; Azure: Cost
+Management Reader on the budget's resource group, federated with the job's service account; GCP:
+`roles/pubsub.subscriber` on the subscription of the budget's Pub/Sub topic only, by Workload Identity);
+the drift job's hardening and egress; the rate from typed stack config."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 from infra_fixtures import Plan
 
+from infra import config
 from infra import plan as planner
+from infra.config import EU_REGIONS, ConfigError
 from infra.k8s import budget as budget_job
 from infra.shape import BudgetJob
 from monitoring.cli import _parser
@@ -24,7 +27,7 @@ CRON = "kubernetes:batch/v1:CronJob"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 REPO = Path(__file__).resolve().parents[2]
 AWS_STACKS = ("dev", "staging", "prod")
-JOB_STACKS = (*AWS_STACKS, "azure-dev")
+JOB_STACKS = (*AWS_STACKS, "azure-dev", "gcp-dev")
 COST_MANAGEMENT_READER = "72fafb9e-0641-4937-9268-a91bfd8191a3"
 ACCOUNT = "123456789012"  # the mocks' account id
 
@@ -47,6 +50,8 @@ def declared_budget(p: Plan) -> tuple[str, str | None]:
     """The budget infra declares on this stack: its name, and its scope on Azure."""
     if p["cloud"] == "aws":
         return p.one("aws:budgets/budget:Budget")["inputs"]["name"], None
+    if p["cloud"] == "gcp":  # the notifications name it by display name
+        return p.one("gcp:billing/budget:Budget")["inputs"]["displayName"], None
     inputs = p.one("azure-native:consumption:Budget")["inputs"]
     return inputs["budgetName"], inputs["scope"]
 
@@ -69,10 +74,13 @@ def test_the_budget_cronjob_runs_the_cli_with_arguments_its_parser_accepts(
     assert args.out is None  # it pushes; nothing to write on a read-only root
     if p["cloud"] == "aws":
         assert (args.account_id, args.scope) == (ACCOUNT, None)
-        # AWS Budgets are kept in USD (infra/config refuses anything else): the gauges need a rate.
-        assert args.eur_per_unit is not None and 0 < args.eur_per_unit < 2
+        # AWS Budgets are kept in USD (infra/config refuses anything else): the config's rate converts.
+        assert args.eur_per_unit == planner.load_stack(stack).budget.eur_rate == 0.86
+    elif p["cloud"] == "gcp":
+        assert (args.subscription, args.scope, args.account_id) == (gcp_subscription_path(p), None, None)
+        assert args.eur_per_unit is None  # the GCP budget is in EUR
     else:
-        assert (args.scope, args.account_id) == (scope, None)
+        assert (args.scope, args.account_id, args.subscription) == (scope, None, None)
         assert args.eur_per_unit is None  # the Azure budget is in EUR
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {
@@ -103,7 +111,9 @@ def test_the_budget_cronjob_is_hardened_like_the_drift_job(plans: dict[str, Plan
     namespace = k8s_obj(p, "kubernetes:core/v1:Namespace", None, "cost")  # type: ignore[arg-type]
     drift_ns = k8s_obj(p, "kubernetes:core/v1:Namespace", None, "drift")  # type: ignore[arg-type]
     assert namespace["metadata"]["labels"] == drift_ns["metadata"]["labels"]  # Pod Security "restricted"
-    if p["cloud"] == "azure":
+    if p["cloud"] == "gcp":
+        assert sa["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": GCP_BUDGET_SA}
+    elif p["cloud"] == "azure":
         assert set(sa["metadata"]["annotations"]) == {"azure.workload.identity/client-id"}
         labels = k8s_obj(p, CRON, "cost", "budget")["spec"]["jobTemplate"]["spec"]["template"]["metadata"]
         assert labels["labels"]["azure.workload.identity/use"] == "true"
@@ -126,7 +136,7 @@ def test_the_budget_job_reaches_dns_its_identity_https_and_the_pushgateway_only(
     # The same egress as the drift job (DNS, the cloud identity endpoint, public HTTPS, the Pushgateway).
     assert mine["egress"] == k8s_obj(p, NETPOL, "drift", "drift")["spec"]["egress"]
     ports = [[(x["protocol"], x["port"]) for x in rule["ports"]] for rule in mine["egress"]]
-    identity = [[("TCP", 80.0)]] if p["cloud"] == "aws" else []
+    identity = {"aws": [[("TCP", 80.0)]], "gcp": [[("TCP", 80.0)], [("TCP", 988.0)]], "azure": []}[p["cloud"]]
     assert ports == [[("UDP", 53.0), ("TCP", 53.0)], *identity, [("TCP", 443.0)], [("TCP", 9091.0)]]
 
 
@@ -201,21 +211,73 @@ def test_the_azure_budget_identity_reads_costs_on_the_budgets_resource_group_onl
     assert sa["metadata"]["annotations"] == {"azure.workload.identity/client-id": f"{prefix}-client"}
 
 
-def test_gcp_renders_no_budget_job(plans: dict[str, Plan]) -> None:
-    """GCP's Billing Budgets API returns no spend and its notifications no forecast (monitoring/README.md)."""
+def gcp_subscription_path(p: Plan) -> str:
+    sub = p.one("gcp:pubsub/subscription:Subscription")["inputs"]
+    return f"projects/{sub['project']}/subscriptions/{sub['name']}"
+
+
+GCP_BUDGET_SA = (
+    "mlp-gcp-dev-budget@acme-ml-platform-dev.iam.gserviceaccount.com"  # Pulumi.gcp-dev.yaml gcpProject
+)
+
+
+def test_gcp_budget_publishes_to_an_eu_topic_the_job_may_only_subscribe_to(plans: dict[str, Plan]) -> None:
     p = plans["gcp-dev"]
-    crons = {(r["inputs"]["metadata"]["namespace"], r["inputs"]["metadata"]["name"]) for r in p.of_type(CRON)}
-    assert not [c for c in crons if "cost" in c or "budget" in c], crons
-    assert ("drift", "drift") in crons  # the plan has CronJobs: the absence above is real
-    namespaces = {r["inputs"]["metadata"]["name"] for r in p.of_type("kubernetes:core/v1:Namespace")}
-    assert "cost" not in namespaces
-    assert not [r["name"] for r in p.iter_custom() if "identities-budget" in r["name"]]
+    topic = p.one("gcp:pubsub/topic:Topic")
+    region = planner.load_stack("gcp-dev").region
+    # Messages are stored in the stack's (EU) region only.
+    assert topic["inputs"]["messageStoragePolicy"]["allowedPersistenceRegions"] == [region]
+    assert region in EU_REGIONS["gcp"]
+    project = topic["inputs"]["project"]
+    # The budget sends every status update there, in the one schema the CLI parses.
+    rule = p.one("gcp:billing/budget:Budget")["inputs"]["allUpdatesRule"]
+    assert (rule["pubsubTopic"], rule["schemaVersion"]) == (
+        f"projects/{project}/topics/{topic['inputs']['name']}",
+        "1.0",
+    )
+    # Cloud Billing's publisher (billing-budget-alert@system) may publish to it: the topic's one grant.
+    (publisher,) = p.of_type("gcp:pubsub/topicIAMMember:TopicIAMMember")
+    assert (publisher["inputs"]["role"], publisher["inputs"]["member"], publisher["inputs"]["topic"]) == (
+        "roles/pubsub.publisher", "serviceAccount:billing-budget-alert@system.gserviceaccount.com", topic["inputs"]["name"],
+    )  # fmt: skip
+    sub = p.one("gcp:pubsub/subscription:Subscription")["inputs"]
+    assert (sub["topic"], "pushConfig" in sub) == (rule["pubsubTopic"], False)  # a pull subscription of it
+    # The job's identity: exactly one grant anywhere, roles/pubsub.subscriber on that subscription.
+    member = f"serviceAccount:{GCP_BUDGET_SA}"
+    grants = [
+        r
+        for r in p.iter_custom()
+        if r["inputs"].get("member") == member or member in r["inputs"].get("members", [])
+    ]
+    assert [(g["type"], g["inputs"]["role"], g["inputs"].get("subscription")) for g in grants] == [
+        ("gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "roles/pubsub.subscriber", sub["name"])
+    ]
+    account = p.one("gcp:serviceaccount/account:Account", "-budget-notifications-job")["inputs"]
+    assert f"{account['accountId']}@{project}.iam.gserviceaccount.com" == GCP_BUDGET_SA
+    # ...bound by Workload Identity to the CronJob's service account, cost/budget, and nothing else.
+    (binding,) = [r for r in p.of_type("gcp:serviceaccount/iAMMember:IAMMember") if "budget" in r["name"]]
+    assert (binding["inputs"]["role"], binding["inputs"]["member"]) == (
+        "roles/iam.workloadIdentityUser", f"serviceAccount:{project}.svc.id.goog[cost/budget]",
+    )  # fmt: skip
 
 
-def test_a_budget_currency_without_a_rate_is_refused_at_plan_time() -> None:
-    cfg = planner.load_stack("azure-dev")
-    gbp = cfg.model_copy(update={"budget": cfg.budget.model_copy(update={"currency": "GBP"})})
-    job = BudgetJob(cli_args=("--cloud", "azure", "--scope", "/subscriptions/x/resourceGroups/y"))
-    assert "--eur-per-unit" not in budget_job.cli_args(cfg, job)
-    with pytest.raises(ValueError, match="budget.currency GBP"):
-        budget_job.cli_args(gbp, job)
+def test_the_budget_rate_is_typed_stack_config_with_a_default_and_a_clear_error() -> None:
+    cfg = planner.load_stack("dev")  # USD, no budget.eurPerUnit: the default rate
+    job = BudgetJob(cli_args=("--cloud", "aws", "--account-id", ACCOUNT))
+    assert budget_job.cli_args(cfg, job)[-2:] == ["--eur-per-unit", "0.86"]
+    raw = config.project_keys(planner.stack_config("azure-dev"))
+    gbp = {**raw, "budget": {**_budget_block(raw), "currency": "GBP"}}
+    with pytest.raises(ConfigError, match=r"budget.eurPerUnit: .*set budget.eurPerUnit to EUR per 1 GBP"):
+        config.parse(gbp, stack="azure-dev")
+    parsed = config.parse({**gbp, "budget": {**gbp["budget"], "eurPerUnit": 1.17}}, stack="azure-dev")
+    azure_job = BudgetJob(cli_args=("--cloud", "azure", "--scope", "/subscriptions/x/resourceGroups/y"))
+    assert budget_job.cli_args(parsed, azure_job)[-2:] == ["--eur-per-unit", "1.17"]
+    with pytest.raises(ConfigError, match="budget.eurPerUnit"):  # a rate for EUR would only mislead
+        config.parse({**raw, "budget": {**_budget_block(raw), "eurPerUnit": 0.9}}, stack="azure-dev")
+    with pytest.raises(ConfigError, match="budget.eurPerUnit"):  # typed: a positive number
+        config.parse({**gbp, "budget": {**gbp["budget"], "eurPerUnit": -1}}, stack="azure-dev")
+
+
+def _budget_block(raw: dict[str, Any]) -> dict[str, Any]:
+    block = raw["budget"]
+    return dict(json.loads(block) if isinstance(block, str) else block)

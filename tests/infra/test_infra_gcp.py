@@ -81,6 +81,7 @@ API_OF = {
     "gcp:logging/": {"logging"},
     "gcp:monitoring/": {"monitoring"},
     "gcp:billing/": {"billingbudgets"},
+    "gcp:pubsub/": {"pubsub"},
 }
 
 
