@@ -110,21 +110,22 @@ SERVICE_ACCOUNTS: Mapping[str, ServiceAccountRef] = {
 }
 
 # The budget cost job (`python -m monitoring budget`, issue 13): its own identity and service account,
-# apart from IDENTITIES (no bucket, no image), and only on the clouds whose budget API returns a forecast
-# (AWS Budgets, Azure Consumption). GCP's Billing Budgets API returns no spend: no job there.
+# apart from IDENTITIES (no bucket, no image). AWS Budgets and Azure Consumption return the forecast; GCP's
+# Budgets API returns no spend, so there the job drains the budget's Pub/Sub notifications.
 BUDGET_IDENTITY = "budget"
 BUDGET_SERVICE_ACCOUNT = ServiceAccountRef("cost", "budget")
 
 
 def budget_name(resource_prefix: str) -> str:
-    """The stack's monthly budget (AWS Budgets and the Azure consumption budget): `mlp-<stack>-monthly`."""
+    """The stack's monthly budget (AWS and Azure: its name; GCP: its display name): `mlp-<stack>-monthly`."""
     return f"{resource_prefix}-monthly"
 
 
 @dataclass(frozen=True, slots=True)
 class BudgetJob:
     """What a cloud hands the budget CronJob: the CLI arguments that locate its budget (`--cloud aws
-    --account-id ID` or `--cloud azure --scope RG_ID`) and how its service account gets the identity."""
+    --account-id ID`, `--cloud azure --scope RG_ID` or `--cloud gcp --subscription SUB`) and how its
+    service account gets the identity."""
 
     cli_args: tuple[pulumi.Input[str], ...]
     sa_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
@@ -220,7 +221,7 @@ class CloudPlatform:
     spot_drain: str = ""
     # Egress the server's pods need for their cloud identity (NetworkPolicy peers and ports).
     identity_egress: Sequence[Mapping[str, Any]] = ()
-    # The budget cost job's inputs; None where the cloud's budget API has no forecast (GCP).
+    # The budget cost job's inputs (every cloud); None renders no job.
     budget_job: BudgetJob | None = None
     # Resources the Kubernetes provider must wait for (a node pool, API access for the deployer).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
