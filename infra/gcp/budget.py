@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 
 from infra.config import PlatformConfig
 from infra.gcp import roles
+from infra.naming import tags
 from infra.shape import BUDGET_IDENTITY, BUDGET_SERVICE_ACCOUNT, BudgetJob
 
 # Cloud Billing publishes budget notifications as this Google-managed account. Connecting a topic to a
@@ -52,6 +53,7 @@ class BudgetNotifications(pulumi.ComponentResource):
             f"{name}-topic",
             name=topic_id,
             project=project,
+            labels=tags(cfg),
             # EU residency: messages are stored only in the stack's region. Not `enforce_in_transit`: Cloud
             # Billing publishes from its own endpoints, and Google's setup guide warns that topics enforcing
             # in-transit restrictions can fail to connect to a budget.
@@ -75,6 +77,7 @@ class BudgetNotifications(pulumi.ComponentResource):
             f"{name}-subscription",
             name=subscription_id,
             project=project,
+            labels=tags(cfg),
             topic=self.topic_path,  # the deterministic name (known in a preview), after the topic
             ack_deadline_seconds=ACK_DEADLINE_S,
             message_retention_duration=RETENTION,

@@ -145,6 +145,8 @@ def test_identities_bind_one_kubernetes_sa_and_single_buckets(gcp: Plan) -> None
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[serving/triton]",
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[ci/ci-deployer]",
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[drift/monitor]",
+        # The budget job's own account (infra/gcp/budget.py; tests/infra/test_infra_budget_job.py).
+        "serviceAccount:acme-ml-platform-dev.svc.id.goog[cost/budget]",
     }
     # Whole-bucket grants (prefix grants carry an IAM condition: test_infra_monitoring.py).
     granted = {
