@@ -252,6 +252,8 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     frozen = study._storage.get_trial(trial._trial_id)
     if PRUNED_AT in frozen.user_attrs:
+        # Optuna gives a pruned trial its last report as value (here the pruning metric): keep the objective's.
+        trial.set_user_attr(METRIC, float(metrics["validation"]["accuracy"]))
         _tell(study, trial, state=TrialState.PRUNED)
     else:
         _tell(study, trial, float(metrics["validation"]["accuracy"]))

@@ -24,6 +24,13 @@ def trial_state(t: Any) -> str:
     return str(t.state.name)
 
 
+def _value(t: Any) -> float | None:
+    """The trial's val_accuracy; a pruned trial's Optuna value is its last report of the pruning metric."""
+    if METRIC in t.user_attrs:
+        return float(t.user_attrs[METRIC])
+    return None if t.value is None else float(t.value)
+
+
 def study_record(study: Any, cfg: TuneConfig, eur_per_usd: float, stopped_by: str) -> dict[str, Any]:
     """study.json: exactly the keys documented in training/README.md."""
     from optuna.trial import TrialState
@@ -40,7 +47,7 @@ def study_record(study: Any, cfg: TuneConfig, eur_per_usd: float, stopped_by: st
             {
                 "number": t.number,
                 "state": trial_state(t),
-                "value": None if t.value is None else float(t.value),
+                "value": _value(t),
                 "duration_s": t.user_attrs.get(ELAPSED),
                 "cost_eur": t.user_attrs.get(COST_EUR),
                 "pruned_at_step": t.user_attrs.get(PRUNED_AT),

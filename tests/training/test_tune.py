@@ -180,8 +180,13 @@ def test_pruner_judges_the_configured_intermediate_metric(tmp_path: Path) -> Non
     step = pruned.user_attrs["pruned_at_step"]
     assert step == max(pruned.intermediate_values) < 50  # stopped at its last report, before its 50 steps
     assert pruned.intermediate_values[step] < reference.intermediate_values[step]
-    assert study(out)["metric"] == "val_accuracy"  # the objective is still validation accuracy
-    assert reference.value == study(out)["best_value"]
+    record = study(out)
+    assert record["metric"] == "val_accuracy"  # the objective is still validation accuracy
+    assert reference.value == record["best_value"]
+    # study.json gives the pruned trial its validation accuracy, not Optuna's last report (an AUC)
+    pruned_metrics = json.loads((out / "trials" / str(pruned.number) / "metrics.json").read_text())
+    by_number = {t["number"]: t for t in record["trials"]}
+    assert by_number[pruned.number]["value"] == pruned_metrics["validation"]["accuracy"]
 
 
 @pytest.mark.integration
