@@ -12,11 +12,13 @@ runs/bench-serve-train/ and trained there first when missing. How each path is c
 into the JSON (`paths`):
 - `torch_eager`: intra-op threads = cores, one model call at a time, requests batched by the same
   dynamic-batching window as Triton's and padded to the longest text of the batch (what a user would do);
-- `triton_fp32` / `triton_int8`: the `sentiment` endpoint over gRPC through the real tritonserver
-  (tokenizer + BLS call to the classifier of the same version + softmax: topology "bls");
-- `triton_fused_fp32` / `triton_fused_int8`: the alternative with one hop fewer (tokenizer + ONNX Runtime
-  in the sentiment model itself: topology "fused"); each topology with the settings its sweep chose
-  (`queue_delay_sweep`, `chosen`), compared in `topology_comparison`;
+- `triton_fused_fp32` / `triton_fused_int8`: the `sentiment` endpoint over gRPC through the real
+  tritonserver, topology "fused" (tokenizer + ONNX Runtime in the sentiment model itself + softmax: the
+  default `serving build` with the local python backend, so the one `status` judges);
+- `triton_fp32` / `triton_int8`: topology "bls" (tokenizer + BLS call to the classifier of the same
+  version + softmax: production's shape with the onnxruntime backend, here on the python stand-in),
+  measured alongside as information (`status_by_topology`, `topology_comparison`); each topology with the
+  settings its sweep chose (`queue_delay_sweep`, `chosen`);
 - `onnxruntime_<variant>`: raw ONNX Runtime in-process (tokenize, run, softmax; the same threads as that
   server's graph, spinning off) on batches of exactly the sizes that server's graph executed (its batch
   statistics), and at fixed sizes and threads for the "limit" (the raw engine's best CPU time per text).
@@ -24,7 +26,8 @@ The paths alternate in `--rounds` rounds per level, so load from other jobs hits
 load average is recorded before and after each phase. CPU milliseconds per text (our process; for Triton
 the tritonserver process tree) are the steadier numbers on a shared machine. Accuracy: every server answers
 the 1,000-text test split (fp32 vs int8 through the endpoint), and the raw graphs too. Every target's
-status is reported for the topology `serving build` ships (`served_topology`), also when missed.
+status is reported for the topology `serving build` ships (`served_topology`), also when missed. The last
+phase (`record_overhead`, issue 13) is benchmarks/serve_records.py: inference records on vs off, p99 ratio.
 """
 
 from __future__ import annotations

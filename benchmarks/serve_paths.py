@@ -26,7 +26,8 @@ from benchmarks.serve_common import (
 
 LEVELS = (1, 8, 32)
 # Served variants, measured side by side: key -> (precision, topology). "bls" = sentiment -> classifier
-# (the repository's default, and production's shape); "fused" = ORT inside the sentiment model.
+# (production's shape, with the onnxruntime backend); "fused" = ORT inside the sentiment model (the
+# default of the local python backend). Keys kept: "fp32"/"int8" have always named bls's rows.
 VARIANTS = {
     "fp32": ("fp32", "bls"),
     "int8": ("int8", "bls"),
