@@ -25,7 +25,7 @@ OWN = {
     "ml_training_last_progress_timestamp_seconds": "training job (pushed per logged step; label job_name)",
     "ml_training_step": "training job (the optimizer step of that stamp; label job_name)",
     "ml_budget_forecast_eur": "cost job (month-end forecast per stack)",
-    "ml_budget_limit_eur": "cost job (the stack's budget.monthlyEur)",
+    "ml_budget_limit_eur": "cost job (the stack's budget.monthlyAmount, in EUR)",
 }
 # ...and these, which other exporters expose (as they name them upstream).
 EXTERNAL = {
