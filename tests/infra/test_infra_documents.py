@@ -238,7 +238,11 @@ def test_azure_roles_follow_the_access_table() -> None:
     assert azure_roles.registry_assignments("ci-deployer") == [
         azure_roles.Assignment("ci-deployer", "registry", azure_roles.ACR_PUSH)
     ]
-    assert azure_roles.registry_assignments("trainer") == []
+    # The retraining workflow reads the images over the registry API: pull only (test_infra_image_pull.py).
+    assert azure_roles.registry_assignments("trainer") == [
+        azure_roles.Assignment("trainer", "registry", azure_roles.ACR_PULL)
+    ]
+    assert azure_roles.registry_assignments("server") == []
     # The custom writer role can create blobs and nothing else.
     assert azure_roles.BLOB_WRITE_DATA_ACTIONS == (
         "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
