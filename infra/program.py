@@ -132,7 +132,8 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
     budget.declare(cfg, platform.budget_job, training_image, labels, opts,
                    identity_egress=tuple(platform.identity_egress), after=(addons,))  # fmt: skip
     # Retraining pipeline (pipeline/, infra/k8s/argo.py): its objects live in the training namespace, after it.
-    argo.declare(cfg, buckets, training_image, labels, opts, serving_image=serving_image, after=[training])
+    argo.declare(cfg, buckets, training_image, labels, opts, serving_image=serving_image, after=[training],
+                 pod_labels=platform.pod_labels.get("trainer", {}), pools=selectors)  # fmt: skip
     outputs = stack_outputs(cfg, platform, serving.endpoint, serving_image, training_image)
     for name, value in outputs.items():
         pulumi.export(name, value)

@@ -32,7 +32,7 @@ REGISTRY_CONFIG_DIR = "/etc/registry"
 SCHEDULES: Mapping[str, str] = {"dev": "0 3 * * *", "staging": "0 3 * * 1", "prod": "0 4 * * 1"}
 TIMEZONE = "Europe/Madrid"
 EXIT_PREEMPTED = 75
-POOLS = {
+POOLS: Mapping[str, Mapping[str, Any]] = {
     "system": {"nodeSelector": {"platform.eu-ml/pool": "system"}, "tolerations": []},
     "gpu": {
         "nodeSelector": {"platform.eu-ml/pool": "gpu"},
@@ -57,7 +57,9 @@ def _args(step: dag.Step) -> list[str]:
     return [part.format(**values) for part in step.command]
 
 
-def _container_template(step: dag.Step, images: Mapping[str, str], preset: str) -> dict[str, Any]:
+def _container_template(
+    step: dag.Step, images: Mapping[str, str], preset: str, pools: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     gpu = step.name == "train" and preset == "gpu"
     resources: dict[str, Any] = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
     if gpu:
@@ -75,7 +77,10 @@ def _container_template(step: dag.Step, images: Mapping[str, str], preset: str) 
             "volumeMounts": [{"name": "work", "mountPath": WORK_MOUNT}],
             "resources": resources,
         },
-        **POOLS["gpu" if gpu else "system"],
+        **{
+            k: list(v) if k == "tolerations" else dict(v)
+            for k, v in pools["gpu" if gpu else "system"].items()
+        },
     }
     if not template["tolerations"]:
         del template["tolerations"]
@@ -105,7 +110,18 @@ def _task(step: dag.Step) -> dict[str, Any]:
     return task
 
 
-def workflow_template(*, training_image: str, environment: str, params: dag.Params) -> dict[str, Any]:
+def workflow_template(
+    *,
+    training_image: str,
+    environment: str,
+    params: dag.Params,
+    pod_labels: Mapping[str, str] | None = None,
+    pools: Mapping[str, Mapping[str, Any]] = POOLS,
+) -> dict[str, Any]:
+    """``pod_labels`` and ``pools`` come from the stack (infra/k8s/argo.py): the labels a pod needs to get the
+    trainer's cloud identity (AKS workload identity injects its token only into pods labelled
+    ``azure.workload.identity/use``), and each pool's node selector with the tolerations of every taint its nodes
+    carry (AKS taints spot nodes itself). The defaults are the cloud-neutral ones."""
     dag.check()
     images = {"training": training_image}
     values = {
@@ -129,6 +145,7 @@ def workflow_template(*, training_image: str, environment: str, params: dag.Para
         "spec": {
             "entrypoint": "retrain",
             "serviceAccountName": SERVICE_ACCOUNT,
+            **({"podMetadata": {"labels": dict(pod_labels)}} if pod_labels else {}),
             "arguments": {"parameters": [{"name": _param(k), "value": str(v)} for k, v in values.items()]},
             "volumeClaimTemplates": [
                 {
@@ -153,7 +170,7 @@ def workflow_template(*, training_image: str, environment: str, params: dag.Para
             "ttlStrategy": {"secondsAfterCompletion": 7 * 24 * 3600},
             "templates": [
                 {"name": "retrain", "dag": {"tasks": [_task(s) for s in dag.STEPS]}},
-                *(_container_template(s, images, params.preset) for s in dag.STEPS),
+                *(_container_template(s, images, params.preset, pools) for s in dag.STEPS),
             ],
         },
     }

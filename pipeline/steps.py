@@ -78,14 +78,15 @@ def decide_retrain(args: argparse.Namespace) -> int:
     if args.force == "true":
         reasons.append("forced (--force)")
     retrain = bool(reasons)
+    why = reasons or ["no drift, same data, champion within its age limit, not forced"]
     doc = {
         "retrain": retrain,
-        "reasons": reasons or ["no drift, same data, champion within its age limit, not forced"],
+        "reasons": why,
         "drift": {k: drift.get(k) for k in ("drift_detected", "score", "threshold")},
     }
     _write(work / "decisions" / "decide-retrain.json", doc)
     _flag(args.flag_file, retrain)
-    print(f"retrain: {str(retrain).lower()} ({'; '.join(doc['reasons'])})")
+    print(f"retrain: {str(retrain).lower()} ({'; '.join(why)})")
     return 0
 
 

@@ -17,7 +17,14 @@ import pulumi_kubernetes as k8s
 from infra.config import PlatformConfig
 from infra.k8s.addons import ClusterAddons
 from infra.k8s.monitoring import fsspec_url
-from infra.shape import INFERENCE_PREFIX, POOL_SELECTORS, REFERENCE_PREFIX, SERVICE_ACCOUNTS, HelmChart
+from infra.shape import (
+    INFERENCE_PREFIX,
+    POOL_SELECTORS,
+    REFERENCE_PREFIX,
+    SERVICE_ACCOUNTS,
+    HelmChart,
+    PoolSelector,
+)
 from pipeline import argo as render
 from pipeline import dag
 
@@ -75,6 +82,8 @@ class RetrainingPipeline(pulumi.ComponentResource):
         labels: Mapping[str, str],
         after: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions,
+        pod_labels: Mapping[str, str] | None = None,
+        pools: Mapping[str, PoolSelector] | None = None,
     ) -> None:
         """``after``: what the objects in the training namespace need first (the namespace, its service account)."""
         super().__init__("eu-ml-platform:k8s:RetrainingPipeline", name, None, opts)
@@ -109,6 +118,8 @@ class RetrainingPipeline(pulumi.ComponentResource):
                 training_image=images[0],
                 environment=environment,
                 params=dataclasses.replace(params, serving_image=images[1]),
+                pod_labels=pod_labels,
+                pools={p: sel.to_output() for p, sel in (pools or POOL_SELECTORS).items()},
             )
         )
         self.workflow_template = _custom(f"{name}-template", "WorkflowTemplate", template, labels, ready)
@@ -143,6 +154,8 @@ def declare(
     *,
     serving_image: pulumi.Input[str] = "",
     after: Sequence[pulumi.Resource] = (),
+    pod_labels: Mapping[str, str] | None = None,
+    pools: Mapping[str, PoolSelector] | None = None,
 ) -> RetrainingPipeline:
     """The one call infra/program.py makes; ``after``: the training namespace's component (TrainingWorkload)."""
     return RetrainingPipeline(
@@ -154,4 +167,6 @@ def declare(
         labels=labels,
         after=after,
         opts=opts,
+        pod_labels=pod_labels,
+        pools=pools,
     )

@@ -150,3 +150,48 @@ def test_pipeline_objects_wait_for_the_training_namespace(plans: dict[str, Plan]
     assert {r["type"].rsplit(":", 1)[1] for r in in_training} >= {"WorkflowTemplate", "CronWorkflow", "Role"}
     for r in in_training:
         assert namespace in r["dependencies"], f"{r['name']} does not wait for the {argo.NAMESPACE} namespace"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_workflow_pods_get_the_trainer_identity_and_land_on_their_pools(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    """Every step runs as the trainer: on AKS its pods need the workload-identity label or they get no token
+    (no bucket, no registry), and a GPU step must tolerate every taint of the GPU pool, AKS's spot taint too."""
+    plan = plans[stack]
+    template = argo_objects(plan)["WorkflowTemplate"]
+    outputs = plan.doc["outputs"]
+    labels = outputs["trainer_pod_labels"]
+    assert template["spec"].get("podMetadata", {}).get("labels", {}) == labels
+    if plan.doc["cloud"] == "azure":
+        assert labels == {"azure.workload.identity/use": "true"}
+    selectors = outputs["pool_selectors"]
+    for t in (t for t in template["spec"]["templates"] if "container" in t):
+        pool = "gpu" if "nvidia.com/gpu" in t["container"]["resources"]["requests"] else "system"
+        assert t["nodeSelector"] == selectors[pool]["nodeSelector"], t["name"]
+        missing = [tol for tol in selectors[pool]["tolerations"] if tol not in t.get("tolerations", [])]
+        assert not missing, f"{stack}: step {t['name']} does not tolerate {missing}"
+
+
+def test_a_gpu_step_on_aks_tolerates_the_spot_taint() -> None:
+    from infra.shape import PoolSelector
+
+    spot = {
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+        "effect": "NoSchedule",
+    }
+    gpu = POOL_SELECTORS["gpu"]
+    pools = {**POOL_SELECTORS, "gpu": PoolSelector(gpu.node_selector, (*gpu.tolerations, spot))}
+    template = argo.workflow_template(
+        training_image="r/training@sha256:" + "0" * 64,
+        environment="dev",
+        params=dag.Params(preset="gpu"),
+        pod_labels={"azure.workload.identity/use": "true"},
+        pools={p: s.to_output() for p, s in pools.items()},
+    )
+    assert_valid_argo(template)
+    train = next(t for t in template["spec"]["templates"] if t["name"] == "train")
+    assert spot in train["tolerations"]
+    assert template["spec"]["podMetadata"] == {"labels": {"azure.workload.identity/use": "true"}}
