@@ -325,6 +325,8 @@ def build(
             shutil.rmtree(path, ignore_errors=True)
         raise
 
+    if options.topology == "fused":
+        _backfill_fused_graphs(repo, existing)
     meta = bundle.metadata
     manifest["versions"][str(version)] = {
         "bundle": str(bundle.path.resolve()),
@@ -342,6 +344,20 @@ def build(
     manifest["pinned"] = None  # a new build is a rollout: it releases any earlier pin
     _write_configs(repo, manifest)
     return version
+
+
+def _backfill_fused_graphs(repo: Path, older: list[int]) -> None:
+    """fused makes every loaded sentiment version run its own graph (the config is per model, not per
+    version), but versions built as bls have no sentiment/V/model.onnx and would fail to load. Their
+    classifier/V holds the same build's graph: copy it beside them, so older versions keep loading and a
+    rollback to them stays whole."""
+    for v in older:
+        target, source = repo / ENDPOINT / str(v), repo / CLASSIFIER / str(v)
+        if not target.is_dir() or (target / "model.onnx").exists() or not source.is_dir():
+            continue
+        for path in source.iterdir():
+            if path.name == "model.onnx" or path.name.endswith(".onnx.data"):
+                shutil.copy2(path, target / path.name)
 
 
 def pin(repo: str | Path, version: int | None) -> None:

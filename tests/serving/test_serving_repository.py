@@ -71,12 +71,18 @@ def test_pin_is_a_rollback_and_a_new_build_releases_it(tiny_bundle: Path, tmp_pa
     assert config(repo, "classifier").version_policy.latest.num_versions == 2
 
 
-def test_switching_backend_rerenders_only_the_classifier_engine(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_switching_backend_switches_the_engine_and_the_topology(tiny_bundle: Path, tmp_path: Path) -> None:
     repo = tmp_path / "models"
     build(tiny_bundle, repo, options=BuildOptions(backend="onnxruntime"))
     assert config(repo, "classifier").platform == "onnxruntime_onnx"
+    assert not (repo / "sentiment/1/model.onnx").exists()  # bls: the endpoint calls the classifier
     build(tiny_bundle, repo, options=BuildOptions(backend="python"))
     assert config(repo, "classifier").backend == "python"
+    # Now fused (the python default) for every loaded version: version 1 gets its own build's graph.
+    assert config(repo, "sentiment").parameters["topology"].string_value == "fused"
+    for v in ("1", "2"):
+        graph = (repo / "classifier" / v / "model.onnx").read_bytes()
+        assert (repo / "sentiment" / v / "model.onnx").read_bytes() == graph
 
 
 def test_incomplete_or_foreign_bundles_are_refused(tiny_bundle: Path, tmp_path: Path) -> None:
