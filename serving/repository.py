@@ -15,8 +15,8 @@ Layout (every build adds version N of both models, N = latest + 1 unless --versi
 topology bls (production, `--backend onnxruntime`) it calls `classifier` version N (named in
 N/steps.json; BLS), with topology fused (the default with the local python backend) it runs its own copy
 of the same graph (N/model.onnx). Either way each sentiment version is tied to the graph of its own
-build, so requesting an older sentiment version (or pinning it) rolls back model and tokenizer together. Configs live at model
-level and are regenerated from repository.json on every build/pin; the version policy keeps the previous
+build, so requesting an older sentiment version (or pinning it) rolls back model and tokenizer together.
+Configs live at model level and are regenerated from repository.json on every build/pin; the version policy keeps the previous
 version loaded (addressable by version number) until a pin narrows it to one version.
 """
 
@@ -104,7 +104,7 @@ class BuildOptions:
     topology: Topology | None = None
     """bls: `sentiment` calls `classifier` (BLS). fused: `sentiment` runs its own copy of the graph with ONNX
     Runtime in-process (one python hop instead of two). None = per backend: fused with the python backend
-    (the local CPU stand-in: less server CPU per text than bls in every side-by-side run of
+    (the local CPU stand-in: a lower overhead over raw ONNX Runtime than bls in every side-by-side run of
     benchmarks/serve.py), bls with the onnxruntime backend (production: the classifier is native there,
     so bls already has one python hop). Numbers in serving/README.md. `classifier` is built either way
     (production's shape, pins)."""
