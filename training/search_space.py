@@ -21,11 +21,8 @@ from training.config import apply_overrides
 from training.errors import ConfigError
 
 SPACES = Path(__file__).with_name("search_space.json")
-PRUNING_METRICS = (
-    "accuracy",
-    "f1",
-    "auc",
-)  # the keys of training/metrics.py scores(), what validate() returns
+# The keys of training/metrics.py scores(), what the trainer's validation hands the trial.
+PRUNING_METRICS = ("accuracy", "f1", "auc")
 PRUNER_ARGS = {  # the Optuna arguments a preset may set, per --pruner
     "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
     "halving": ("min_resource", "reduction_factor", "min_early_stopping_rate", "bootstrap_count"),

@@ -8,8 +8,9 @@
   space's fixed overrides plus the sampled ``key=value`` overrides, run by the trainer in this process
   into ``DIR/trials/<number>/`` (checkpoints, metrics.json, cost.json, MLflow run as a child of the study's).
 - The trainer reports each validation to the trial (the best so far of the preset's pruning metric,
-  search_space.json: validation AUC on smoke, which moves from the first validation while accuracy sits at the
-  majority class); the pruner (median or successive halving, arguments per preset) ends weak trials there. The per-trial time limit is a deadline the training loop honours: the trial ends cleanly
+  search_space.json: validation AUC on smoke, which moves from the first validation while accuracy sits at
+  the majority class); the pruner (median or successive halving, arguments per preset) ends weak trials
+  there. The per-trial time limit is a deadline the training loop honours: the trial ends cleanly
   at its limit, checkpointed, and is recorded as TIME_LIMIT.
 - The study stops when ``--trials`` trials exist in the study (all workers together) or when the spent
   cost (training/prices.json, as cost.json, converted to EUR) reaches ``--budget-eur``; a trial's deadline
