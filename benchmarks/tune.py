@@ -19,9 +19,9 @@ Writes reports/bench/tune.json:
   within 1 point).
 - `load_average_1m` before and after: the machine is shared, so compare the ratio, not the seconds.
 
-- `pruner_replay`: the unpruned arm's curves (validation accuracy, and the pruning metric), best so far, replayed
-  in trial order through each candidate pruner (Optuna's own, in memory): the work (optimizer steps) each would
-  have left and the best value it keeps. `pruner_replay_seeds`: the same on the unpruned studies of
+- `pruner_replay`: the unpruned arm's curves of the pruning metric (`pruner_replay_accuracy`: of validation
+  accuracy), best so far, replayed in trial order through each candidate pruner (Optuna's own, in memory): the
+  work (optimizer steps) each would have left and the best value it keeps. `pruner_replay_seeds`: the same on the unpruned studies of
   `--replay-seeds` (other sampler seeds, other trials): a pruner that fits one seed's curves may not hold.
 - `separation_floor_steps_ratio` (accuracy) and `separation_floor_steps_ratio_<metric>`: the work of ANY pruner
   that treats equal histories alike: the best trial runs to its end, every other trial until its history first
@@ -336,9 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         "best_accuracy_delta_points": round(
             100 * (pruned["best_val_accuracy"] - unpruned["best_val_accuracy"]), 2
         ),
-        "pruner_replay": {
-            metric: {name: replay(unpruned["curves"], values, name, metric) for name in REPLAYED}
-            for metric in dict.fromkeys(("accuracy", judged))
+        # Same shape as before the pruning metric became configurable: {pruner: result}, on the judged metric.
+        "pruner_replay": {name: replay(unpruned["curves"], values, name, judged) for name in REPLAYED},
+        "pruner_replay_accuracy": {
+            name: replay(unpruned["curves"], values, name, "accuracy") for name in REPLAYED
         },
         "pruner_replay_seeds": _replay_seeds(studies, judged, args.seed),
         "separation_floor_steps_ratio": separation_floor(unpruned["curves"], best),
