@@ -42,7 +42,10 @@ _BASE_PROVIDED = {
     "cuda-core",
     "cuda-pathfinder",
 }
-SERVING_DIRECT = ("tokenizers", "onnxruntime", "numpy")
+# The inference-record writer (monitoring/records.py, run inside the sentiment python model) opens the stack's
+# logs bucket through fsspec as s3://, gs:// or abfs:// (infra/program.py serving_env): each scheme's
+# filesystem must be in the image, or every record is dropped in production.
+SERVING_DIRECT = ("tokenizers", "onnxruntime", "numpy", "s3fs", "gcsfs", "adlfs")
 
 
 def _is_base_provided(name: str) -> bool:

@@ -163,3 +163,34 @@ def test_real_tritonserver_writes_records_without_text(
     assert not Counter(expected) - got, "a request without its record"
     assert max(r["unk_share"] for r in rows) > 0  # the snowmen are unknown to the vocabulary
     assert "ml_inference_records_written_total{" in metrics
+
+
+@pytest.mark.integration
+def test_records_land_in_a_real_s3_bucket_through_the_default_writer(s3_env: str, tiny_bundle: Path) -> None:
+    """The production sink: fsspec resolves s3:// to s3fs (in the serving image since containers/requirements.py
+    lists it) and writes date-partitioned parts to the bucket; here moto's S3 server stands in for the bucket."""
+    import boto3
+
+    boto3.client("s3").create_bucket(
+        Bucket="logs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+    )
+    recorder = Recorder.from_environment(
+        facts=facts(tiny_bundle), labels=["negative", "positive"], model="sentiment", model_version="3",
+        environ={"MONITORING_SAMPLE_RATE": "1", "MONITORING_RECORDS_URL": "s3://logs/inference"},
+    )  # fmt: skip
+    ids = np.array([[101, 7, 8, 102, 0], [101, 9, 102, 0, 0]])
+    mask = (ids > 0).astype(np.int64)
+    for _ in range(5):
+        recorder.offer(ids=ids, mask=mask, probabilities=np.array([[0.2, 0.8], [0.9, 0.1]]))
+    recorder.close()
+    assert recorder.counters == {"written": 10, "dropped": 0}
+    s3 = boto3.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="logs")["Contents"]]
+    assert keys and all(re.fullmatch(r"inference/date=\d{4}-\d{2}-\d{2}/part-.+\.jsonl", k) for k in keys)
+    rows = [
+        json.loads(line)
+        for k in keys
+        for line in s3.get_object(Bucket="logs", Key=k)["Body"].read().decode().splitlines()
+    ]
+    assert len(rows) == 10 and all(set(r) == set(RECORD_FIELDS) for r in rows)
+    assert Counter(r["prediction"] for r in rows) == {"positive": 5, "negative": 5}
