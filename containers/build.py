@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -34,14 +32,13 @@ from typing import Any, Literal
 
 from containers import buildah, docker_engine, localbase, requirements, sbom, wheelhouse
 from containers.errors import ContainerError
+from containers.model_repository import MODEL_REPOSITORY_CONTEXT, prepare_model_repository
 from containers.provenance import build_key, git_metadata, tree_digest
 from containers.publish import IMAGES, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
 
 LOCAL_REPOSITORY = "localhost/eu-ml-platform"
 RECORD = REPO_ROOT / "reports/images/build-record.json"
-# Inside the build context and let in by .dockerignore; the serving Dockerfile's MODEL_REPOSITORY.
-MODEL_REPOSITORY_CONTEXT = "build/images/serving/model_repository"
 BUILD_KEY_LABEL = "eu.ml-platform.build-key"
 
 Builder = Literal["docker", "buildah"]
@@ -212,59 +209,6 @@ def pinned_base(image: str) -> str:
 
     parser = DockerfileParser(str(REPO_ROOT / "containers" / image / "Dockerfile"))
     return str(parser.baseimage)
-
-
-# --- the serving image's model repository --------------------------------------------------------
-def prepare_model_repository(
-    *, bundle: Path | None, model_repository: Path | None, model_version: int | None, backend: str
-) -> dict[str, str]:
-    """Write the repository into the build context; return the model labels for the build."""
-    target = REPO_ROOT / MODEL_REPOSITORY_CONTEXT
-    shutil.rmtree(target, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    from serving import repository
-
-    if model_repository is not None:
-        shutil.copytree(model_repository, target, ignore=shutil.ignore_patterns("__pycache__", ".*.tmp"))
-    else:
-        from serving.repository import BuildOptions
-
-        if bundle is None:
-            # No model given: a tiny random model through the real export path, so the image (and
-            # `make images` on a fresh clone) can still be built and checked. It is labelled m0.
-            from training.export import make_tiny_bundle
-
-            print(
-                "containers.build: no --bundle given: baking a tiny random model as version 0",
-                file=sys.stderr,
-            )
-            bundle = make_tiny_bundle(REPO_ROOT / "build/images/serving/tiny-bundle")
-            version = repository.build(bundle, target, options=BuildOptions(backend=backend))
-            return _model_labels(target, version, override="0") | _bundle_label(bundle)
-        version = repository.build(
-            bundle, target, version=model_version, options=BuildOptions(backend=backend)
-        )
-    manifest = repository.read_manifest(target)
-    served = manifest.get("pinned") or max(int(v) for v in manifest["versions"])
-    return _model_labels(target, int(served)) | _bundle_label(bundle)
-
-
-def _bundle_label(bundle: Path | None) -> dict[str, str]:
-    """sha256 of the bundle's metadata.json bytes: what promotion's `image-carries-bundle` gate
-    compares with the candidate it judges (unknown for a ready-made --model-repository)."""
-    meta = bundle / "metadata.json" if bundle else None
-    sha = hashlib.sha256(meta.read_bytes()).hexdigest() if meta and meta.is_file() else "unknown"
-    return {"bundle_metadata_sha256": sha}
-
-
-def _model_labels(repo: Path, version: int, override: str | None = None) -> dict[str, str]:
-    from serving import repository
-
-    entry = repository.read_manifest(repo)["versions"][str(version)]
-    return {
-        "model_version": override or str(version),
-        "dataset_manifest_sha256": str(entry.get("dataset_manifest_sha256") or "unknown"),
-    }
 
 
 # --- entry point ----------------------------------------------------------------------------------
