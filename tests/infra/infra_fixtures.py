@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 STACKS = ("dev", "staging", "prod", "gcp-dev", "azure-dev")
 
@@ -36,3 +40,18 @@ class Plan:
 
     def iter_custom(self) -> Iterator[dict[str, Any]]:
         return (r for r in self.resources if r["custom"])
+
+
+def aws_iam_definition() -> list[dict[str, Any]]:
+    """AWS's service authorization reference as parliament ships it (policies/.venv): every action, its access
+    level and resource types, per service prefix."""
+    repo = Path(__file__).resolve().parents[2]
+    found = sorted(
+        (repo / "policies" / ".venv").glob("lib/python*/site-packages/parliament/iam_definition.json")
+    )
+    if not found:
+        pytest.skip(
+            "parliament's IAM definitions are not installed (policies/.venv: make setup installs them)"
+        )
+    data: list[dict[str, Any]] = json.loads(found[0].read_text())
+    return data

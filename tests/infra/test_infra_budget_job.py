@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import Plan
+from infra_fixtures import Plan, aws_iam_definition
 
 from infra import config
 from infra import plan as planner
@@ -140,18 +140,6 @@ def test_the_budget_job_reaches_dns_its_identity_https_and_the_pushgateway_only(
     assert ports == [[("UDP", 53.0), ("TCP", 53.0)], *identity, [("TCP", 443.0)], [("TCP", 9091.0)]]
 
 
-def _iam_definition() -> list[dict[str, Any]]:
-    found = sorted(
-        (REPO / "policies" / ".venv").glob("lib/python*/site-packages/parliament/iam_definition.json")
-    )
-    if not found:
-        pytest.skip(
-            "parliament's IAM definitions are not installed (policies/.venv: make setup installs them)"
-        )
-    data: list[dict[str, Any]] = json.loads(found[0].read_text())
-    return data
-
-
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_the_aws_budget_role_may_view_exactly_the_stacks_budget(plans: dict[str, Plan], stack: str) -> None:
     p = plans[stack]
@@ -170,7 +158,7 @@ def test_the_aws_budget_role_may_view_exactly_the_stacks_budget(plans: dict[str,
     }
     # AWS's own definitions: ViewBudget exists, is a Read action on the `budget` resource type, and the
     # ARN has that type's format.
-    (service,) = [s for s in _iam_definition() if s["prefix"] == "budgets"]
+    (service,) = [s for s in aws_iam_definition() if s["prefix"] == "budgets"]
     (view,) = [a for a in service["privileges"] if a["privilege"] == "ViewBudget"]
     assert view["access_level"] == "Read"
     assert [t["resource_type"] for t in view["resource_types"]] == ["budget*"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import Plan
+from infra_fixtures import Plan, aws_iam_definition
 
 from infra.aws import documents
 from infra.azure import roles as azure_roles
@@ -36,18 +36,6 @@ def _ecr_statements(p: Plan, identity: str) -> list[dict[str, Any]]:
     ] or [{"inputs": {"policy": '{"Statement": []}'}}]
     statements: list[dict[str, Any]] = json.loads(access["inputs"]["policy"])["Statement"]
     return [s for s in statements if any(a.startswith("ecr:") for a in s["Action"])]
-
-
-def _iam_definition() -> list[dict[str, Any]]:
-    found = sorted(
-        (REPO / "policies" / ".venv").glob("lib/python*/site-packages/parliament/iam_definition.json")
-    )
-    if not found:
-        pytest.skip(
-            "parliament's IAM definitions are not installed (policies/.venv: make setup installs them)"
-        )
-    data: list[dict[str, Any]] = json.loads(found[0].read_text())
-    return data
 
 
 def test_the_workflow_runs_as_the_identity_that_gets_the_pull() -> None:
@@ -81,7 +69,7 @@ def test_aws_trainer_reads_exactly_the_two_repositories(plans: dict[str, Plan], 
 
 
 def test_aws_pull_actions_are_reads_on_repositories_per_aws_definitions(plans: dict[str, Plan]) -> None:
-    (ecr,) = [s for s in _iam_definition() if s["prefix"] == "ecr"]
+    (ecr,) = [s for s in aws_iam_definition() if s["prefix"] == "ecr"]
     privileges = {a["privilege"]: a for a in ecr["privileges"]}
     for action in documents.ECR_PULL:
         definition = privileges[action.split(":")[1]]
