@@ -69,8 +69,6 @@ def finish(
     token_cache: str,
     wall_start: float,
 ) -> int:
-    from training import cost
-
     model_dir = output / "model"
     raw_model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
@@ -120,20 +118,7 @@ def finish(
             results["test"]["accuracy"],
             base["tfidf_logreg"]["test"]["accuracy"],
         )
-    nodes = env.TRAINING_NODES.get() or max(1, dist.world_size // (env.LOCAL_WORLD_SIZE.get() or 1))
-    storage = sum(int(f["bytes"]) for f in (best.manifest["files"].values() if best else []))
-    latest_ckpt = ckpt.verify(store, ckpt.step_name(state.step), wanted=[])
-    if latest_ckpt:
-        storage += sum(int(f["bytes"]) for f in latest_ckpt[0]["files"].values())
-    cost_record = cost.record(
-        cloud=env.TRAINING_CLOUD.get() or config.cloud,
-        region=env.TRAINING_REGION.get() or config.region,
-        instance_type=env.TRAINING_INSTANCE_TYPE.get() or config.instance_type,
-        nodes=nodes,
-        wall_seconds=wall,
-        storage_bytes=storage,
-    )
-    (output / "cost.json").write_text(json.dumps(cost_record, indent=2), encoding="utf-8")
+    _write_cost(config, output, dist, store, state, best.manifest if best else None, wall)
     _write_metrics(output, out)
 
     if config.export:
@@ -157,6 +142,94 @@ def finish(
         "beats TF-IDF" if beats else "does not beat TF-IDF",
     )
     return EXIT_OK
+
+
+def finish_stopped(
+    config: RunConfig,
+    output: Path,
+    dist: distributed.Dist,
+    dataset: data.Dataset,
+    state: State,
+    store: ckpt.Store,
+    tracker: Tracker,
+    save_times: list[float],
+    token_cache: str,
+    wall_start: float,
+) -> int:
+    """The end of a run its caller stopped (a pruned trial, training/tune.py): its weights are never used.
+
+    So no test-split scoring, baselines, model folder or export: metrics.json gives the validation scores
+    of the best step (as the loop measured them; its weights stay in ``best-<step>/``), "test": null and
+    "stopped_by_caller": true; cost.json is written as for any run (the study's budget counts it).
+    """
+    validations = [row for row in state.history if "val_accuracy" in row]
+    # The best step's row; the last one when no validation improved (a NaN score never beats -inf).
+    row = next(
+        (r for r in validations if r["step"] == state.best_step), validations[-1] if validations else {}
+    )
+    val = {key.removeprefix("val_"): value for key, value in row.items() if key.startswith("val_")}
+    wall = state.wall_seconds + (time.monotonic() - wall_start)
+    out: dict[str, Any] = {
+        "test": None,
+        "validation": val,
+        "stopped_by_caller": True,
+        "train_samples_per_s": state.samples_seen / state.train_seconds if state.train_seconds else 0.0,
+        "epochs_run": state.epoch + (1 if state.batch_in_epoch else 0),
+        "steps": state.step,
+        "best_step": state.best_step,
+        "history": state.history,
+        "dataset_manifest_sha256": dataset.manifest["sha256"],
+        "world_size": dist.world_size,
+        "device": str(dist.device),
+        "attempts": state.attempts,
+        "wall_seconds": wall,
+        "data": {**dataset.stats, "token_cache": token_cache},
+        "checkpoint": {
+            "uri": store.uri,
+            "saves_this_attempt": len(save_times),
+            "max_save_seconds": max(save_times) if save_times else None,
+        },
+        "export": None,
+    }
+    best = (
+        ckpt.verify(store, ckpt.step_name(state.best_step, ckpt.BEST_PREFIX), wanted=[])
+        if state.best_step is not None
+        else None
+    )
+    _write_cost(config, output, dist, store, state, best[0] if best else None, wall)
+    _write_metrics(output, out)
+    for name in ("metrics.json", "cost.json"):
+        tracker.artifact(output / name)
+    tracker.end()
+    log.info("stopped by its caller at step %d: best validation %s", state.step, val)
+    return EXIT_OK
+
+
+def _write_cost(
+    config: RunConfig,
+    output: Path,
+    dist: distributed.Dist,
+    store: ckpt.Store,
+    state: State,
+    best_manifest: dict[str, Any] | None,
+    wall: float,
+) -> None:
+    from training import cost
+
+    nodes = env.TRAINING_NODES.get() or max(1, dist.world_size // (env.LOCAL_WORLD_SIZE.get() or 1))
+    storage = sum(int(f["bytes"]) for f in (best_manifest["files"].values() if best_manifest else []))
+    latest_ckpt = ckpt.verify(store, ckpt.step_name(state.step), wanted=[])
+    if latest_ckpt:
+        storage += sum(int(f["bytes"]) for f in latest_ckpt[0]["files"].values())
+    record = cost.record(
+        cloud=env.TRAINING_CLOUD.get() or config.cloud,
+        region=env.TRAINING_REGION.get() or config.region,
+        instance_type=env.TRAINING_INSTANCE_TYPE.get() or config.instance_type,
+        nodes=nodes,
+        wall_seconds=wall,
+        storage_bytes=storage,
+    )
+    (output / "cost.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
 
 
 def _write_metrics(output: Path, out: dict[str, Any]) -> None:

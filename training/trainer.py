@@ -54,7 +54,8 @@ class Hooks:
     """Optional control from a caller that runs the trainer in-process (hyperparameter search, training/tune.py)."""
 
     on_evaluate: Callable[[int, dict[str, float]], bool] | None = None
-    """Called on rank 0 after each validation with (step, validation scores); True ends the run cleanly there."""
+    """Called on rank 0 after each validation with (step, validation scores); True ends the run there, cleanly
+    and cheaply: no final checkpoint, test scoring, baselines or model folder (report.finish_stopped)."""
     deadline: float | None = None
     """time.monotonic() after which the loop ends cleanly (checkpoint saved, then the usual final metrics)."""
     stopped: str | None = None
@@ -203,6 +204,12 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
             watcher.close()
 
     # --- best model, final metrics, artifacts -----------------------------------------------
+    if hooks.stopped == "hook":  # every rank agreed (dist.any): nobody enters score_best's collectives
+        if not dist.is_main:
+            return EXIT_OK
+        return report.finish_stopped(
+            config, output, dist, dataset, state, store, tracker, save_times, token_cache, wall_start
+        )
     best, results = report.score_best(config, dist, raw_model, encoded, pad_id, autocast, store, state)
     if not dist.is_main:
         return EXIT_OK

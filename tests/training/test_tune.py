@@ -139,6 +139,17 @@ def test_pruner_stops_a_trial_that_does_not_learn(tmp_path: Path) -> None:
     assert 0 < pruned["pruned_at_step"] < 75  # before its 3 epochs x 25 steps
     metrics = json.loads((out / "trials" / str(pruned["number"]) / "metrics.json").read_text())
     assert metrics["steps"] == pruned["pruned_at_step"]
+    # A pruned trial's weights are never used: no test scoring, no model folder (its best stays in best-<step>/).
+    trial_dir = out / "trials" / str(pruned["number"])
+    assert metrics["test"] is None and metrics["stopped_by_caller"] is True
+    assert not (trial_dir / "model").exists() and (trial_dir / "cost.json").is_file()
+    assert any(p.name.startswith("best-") for p in (trial_dir / "checkpoints").iterdir())
+    best_row = next(
+        h for h in metrics["history"] if h["step"] == metrics["best_step"] and "val_accuracy" in h
+    )
+    assert pruned["value"] == metrics["validation"]["accuracy"] == best_row["val_accuracy"]
+    finished = json.loads((out / "trials" / str(by_state["COMPLETE"]["number"]) / "metrics.json").read_text())
+    assert finished["test"]["accuracy"] > 0 and "stopped_by_caller" not in finished
     assert record["best_value"] == by_state["COMPLETE"]["value"] and record["best_params"] == {
         "optim.lr": 3e-3
     }
