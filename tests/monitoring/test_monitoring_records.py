@@ -33,6 +33,38 @@ def facts(bundle: Path) -> TokenizerFacts:
     return TokenizerFacts.from_files(str(bundle / "tokenizer" / "tokenizer.json"), meta["max_length"])
 
 
+def test_a_flush_hands_the_gil_back_between_records() -> None:
+    # The request thread comes back from ONNX Runtime (no GIL) and needs the GIL to answer. With a switch
+    # interval far longer than the flush, only the writer's own hand-overs let another thread run while it
+    # builds a batch: a thread that wants the GIL must get it between records, not after the whole batch.
+    import sys
+
+    writer = RecordWriter("memory://unused", write=lambda path, lines: None)
+    ticks, stop = [0], threading.Event()
+
+    def request_thread() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0)
+
+    seen: list[int] = []
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    other = threading.Thread(target=request_thread)
+    try:
+        other.start()
+        time.sleep(0.01)
+        writer._flush([(lambda: seen.append(ticks[0]) or {"date": "2026-12-03"}) for _ in range(64)])
+    finally:
+        stop.set()
+        sys.setswitchinterval(old)
+        other.join()
+        writer.close()
+    assert len(seen) == 64 and len(set(seen)) > 32, (
+        f"the other thread ran {len(set(seen))} times in 64 records"
+    )
+
+
 def test_a_blocked_sink_does_not_block_requests_and_counts_the_drops() -> None:
     release = threading.Event()
     writer = RecordWriter("memory://unused", max_queue=8, batch=4, flush_s=0.05,
