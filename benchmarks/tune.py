@@ -117,10 +117,12 @@ def _pruner(name: str) -> Any:
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=5, reduction_factor=int(name[-1]))
     if name == "median_warmup10":
         return optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=10)
+    if name == "percentile75":  # stricter than the median: a trial must stay in the top quarter
+        return optuna.pruners.PercentilePruner(75.0, n_startup_trials=1, n_warmup_steps=0)
     return _space().pruning.build(name)  # as training/search_space.json configures it
 
 
-REPLAYED = ("median", "halving", "halving_rf2", "halving_rf3", "median_warmup10", "hyperband")
+REPLAYED = ("median", "halving", "halving_rf2", "halving_rf3", "median_warmup10", "percentile75", "hyperband")
 
 
 def _running_best(curve: list[list[float]]) -> list[tuple[int, float]]:
