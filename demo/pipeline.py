@@ -23,7 +23,7 @@ from typing import Any
 from demo import report
 from demo.bucket import MotoS3
 from demo.monitor import LOGS_BUCKET, clean_texts, server_environment, stage_monitor
-from demo.stages import Runner, StageFailed
+from demo.stages import Runner, StageFailed, missing_tools
 
 PY = sys.executable
 DATA_BUCKET, CHECKPOINT_BUCKET = "eu-ml-demo-data", "eu-ml-demo-checkpoints"
@@ -270,6 +270,12 @@ def run(cfg: DemoConfig) -> int:
     live: dict[str, Any] = {}
     code = 0
     try:
+        if missing := missing_tools():
+            log = r.logs / "0-preflight.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            why = "not installed: " + "; ".join(missing)
+            log.write_text(why + "\n")
+            raise StageFailed("preflight", log, why)
         stage_policy(r, cfg, summary)
         stage_train(r, cfg, summary, s3)
         stage_export(r, cfg, summary)

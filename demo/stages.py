@@ -7,6 +7,7 @@ the console (indented) and to reports/demo/logs/<n>-<stage>.log, which is kept a
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,25 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+# What the stages start that `make setup` cannot install: {binary on PATH: Debian package}. tritonserver comes
+# from the nvidia-pytriton wheel in .venv; Prometheus and Alertmanager (the monitor stage's alert delivery) do not.
+SYSTEM_TOOLS = {"prometheus": "prometheus", "prometheus-alertmanager": "prometheus-alertmanager"}
+
+
+def missing_tools() -> list[str]:
+    """Each missing tool with how to get it; checked before the first stage, so a fresh machine learns it in
+    a second instead of after the 4 minutes of training that precede the monitor stage."""
+    missing = [
+        f"{name} (apt-get install -y {pkg})" for name, pkg in SYSTEM_TOOLS.items() if not shutil.which(name)
+    ]
+    try:
+        from serving.server import wheel_root
+
+        wheel_root()
+    except Exception as exc:  # noqa: BLE001 - reported, with the wheel's own message
+        missing.append(f"tritonserver ({exc}; `make setup` installs it)")
+    return missing
 
 
 class StageFailed(Exception):

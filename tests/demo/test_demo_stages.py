@@ -89,3 +89,27 @@ def test_outputs_after_a_failure_still_say_where_it_stopped(tmp_path: Path) -> N
     assert json.loads((cfg.out / "summary.json").read_text())["failed_stage"]["name"] == "serve"
     page = (cfg.out / "index.html").read_text()
     assert "Stopped at stage <b>serve</b>" in page and "not reached" in page
+
+
+def test_missing_system_tools_stop_the_demo_before_its_first_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh machine without Debian's prometheus packages: the demo says what to install at once (exit 1,
+    # summary names the preflight), instead of failing in its monitor stage after minutes of training.
+    import shutil
+
+    from demo import pipeline, stages
+
+    real_which = shutil.which
+    found = {"prometheus": "/usr/bin/prometheus", "prometheus-alertmanager": None}
+    monkeypatch.setattr(stages.shutil, "which", lambda name: found.get(name, real_which(name)))
+    started = []
+    monkeypatch.setattr(pipeline, "stage_policy", lambda *a, **k: started.append("policy"))
+    cfg = DemoConfig(reports=tmp_path / "reports", work=tmp_path / "work", fast=True, quiet=True)
+    assert pipeline.run(cfg) == 1
+    assert started == []
+    summary = json.loads((cfg.out / "summary.json").read_text())
+    assert summary["failed_stage"]["name"] == "preflight"
+    assert "apt-get install -y prometheus-alertmanager" in summary["failed_stage"]["why"]
+    assert "prometheus (" not in summary["failed_stage"]["why"]  # only what is missing is named
+    assert "prometheus-alertmanager" in Path(summary["failed_stage"]["log"]).read_text()
