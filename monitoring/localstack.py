@@ -64,7 +64,10 @@ class LocalAlerting:
         scrape_targets: Sequence[str] = (),
     ) -> None:  # fmt: skip
         """`scrape_targets`: more host:port targets scraped with honor_labels (e.g. a Pushgateway)."""
-        self.workdir, self.metrics_dirs, self.for_override = Path(workdir), metrics_dirs, for_override
+        # Absolute: Prometheus resolves rule_files against its config file's folder, and a relative glob that
+        # matches nothing there loads no rules without a word (make demo's runs/demo never fired an alert).
+        self.workdir = Path(workdir).resolve()
+        self.metrics_dirs, self.for_override = metrics_dirs, for_override
         self.scrape_targets = list(scrape_targets)
         self.received: list[dict[str, Any]] = []
         self.procs: list[subprocess.Popen] = []
@@ -175,9 +178,10 @@ class LocalAlerting:
             f"{self.alertmanager_url}/-/ready", am, "alertmanager", self.workdir / "alertmanager.log"
         )
         prom_config = self.workdir / "prometheus.yml"
+        rules = self._rules()
         prom_config.write_text(yaml.safe_dump({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": self._rules(),
+            "rule_files": rules,
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
             "scrape_configs": [{"job_name": "monitoring-jobs", "honor_labels": True,
                                 "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}",
@@ -192,7 +196,18 @@ class LocalAlerting:
         self._wait_ready(
             f"{self.prometheus_url}/-/ready", prom, "prometheus", self.workdir / "prometheus.log"
         )
+        self._check_rules_loaded(len(rules))
         return self
+
+    def _check_rules_loaded(self, files: int) -> None:
+        """Every rule file's groups are in Prometheus (a rule_files glob that matches nothing is not an error)."""
+        with urllib.request.urlopen(f"{self.prometheus_url}/api/v1/rules", timeout=10) as response:  # noqa: S310
+            loaded = {g["file"] for g in json.load(response)["data"]["groups"]}
+        if len(loaded) < files:
+            raise RuntimeError(
+                f"Prometheus loaded rules from {len(loaded)} of {files} rule files ({sorted(loaded)}): "
+                f"see {self.workdir / 'prometheus.yml'} and prometheus.log"
+            )
 
     def alerts(self, alertname: str) -> list[dict[str, Any]]:
         """Alerts named `alertname` the webhook receiver got (Alertmanager's webhook payload `alerts`)."""

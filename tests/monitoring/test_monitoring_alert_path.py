@@ -42,3 +42,17 @@ def test_drift_over_threshold_reaches_the_on_call_webhook_with_its_labels(tmp_pa
     assert all(a["labels"]["model"] == "sentiment" for a in others), "the calm model must not alert"
     # A warning goes to the webhook and email, never to the pagers.
     assert not [p for p in stack.received if p["path"] != "/webhook"]
+
+
+def test_a_relative_workdir_still_loads_every_rule_and_fires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # make demo passes runs/demo/monitoring/alerting: Prometheus resolves rule_files against its config's
+    # folder, so relative rule paths loaded nothing, silently, and the drift alert never fired.
+    monkeypatch.chdir(tmp_path)
+    job = Path("job")
+    job.mkdir()
+    metrics.export(metrics.DRIFT_JOB, {"model": "sentiment"}, metrics.drift_gauges("sentiment", 0.6, 0.3, True),
+                   out_dir=job, pushgateway=None)  # fmt: skip
+    with LocalAlerting(Path("runs") / "alerting", metrics_dirs=[job]) as stack:
+        assert stack.wait_for("ModelInputDrift", timeout_s=60) is not None
