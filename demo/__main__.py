@@ -1,4 +1,4 @@
-"""`make demo`: the whole lifecycle locally, in under 4 minutes on an idle 2-core machine.
+"""`make demo`: the whole lifecycle locally, in 4-6 minutes on an idle 2-core machine.
 
     python -m demo            # pretrained MiniLM, the `demo` training preset
     python -m demo --fast     # the `smoke` preset: a tiny model, for CI (does not beat the baseline)

@@ -117,6 +117,11 @@ def stage_monitor(r: Any, cfg: Any, summary: dict[str, Any], s3: Any, server: An
             "record_objects": len(objects),
             "reference_records": REFERENCE_ROWS,
         }
+        if alert is None and results["shifted"]["drift_detected"]:
+            # The plumbing, not the model: a drifted window whose alert never reached the webhook is a failure.
+            r.fail(
+                f"the drift alert did not reach the webhook in 60 s: see {stack.workdir / 'prometheus.log'}"
+            )
         st.detail = (
             f"clean: drift {results['clean']['drift_detected']} (score {results['clean']['score']}), shifted: "
             f"drift {results['shifted']['drift_detected']} (score {results['shifted']['score']}); "
