@@ -93,24 +93,9 @@ def finish(
         "baselines": {name: scores["test"] for name, scores in base.items()},
         "baselines_validation": {name: scores["validation"] for name, scores in base.items()},
         "beats_tfidf": beats,
-        "train_samples_per_s": state.samples_seen / state.train_seconds if state.train_seconds else 0.0,
-        "epochs_run": state.epoch + (1 if state.batch_in_epoch else 0),  # epochs started
-        "steps": state.step,
         "best_step": best.step if best else None,
         "stopped_early": state.stopped_early,
-        "history": state.history,
-        "dataset_manifest_sha256": dataset.manifest["sha256"],
-        "world_size": dist.world_size,
-        "device": str(dist.device),
-        "attempts": state.attempts,
-        "wall_seconds": wall,
-        "data": {**dataset.stats, "token_cache": token_cache},
-        "checkpoint": {
-            "uri": store.uri,
-            "saves_this_attempt": len(save_times),
-            "max_save_seconds": max(save_times) if save_times else None,
-        },
-        "export": None,
+        **_run_facts(dist, dataset, state, store, save_times, token_cache, wall),
     }
     if base and not beats:
         log.warning(
@@ -173,10 +158,37 @@ def finish_stopped(
         "test": None,
         "validation": val,
         "stopped_by_caller": True,
-        "train_samples_per_s": state.samples_seen / state.train_seconds if state.train_seconds else 0.0,
-        "epochs_run": state.epoch + (1 if state.batch_in_epoch else 0),
-        "steps": state.step,
         "best_step": state.best_step,
+        **_run_facts(dist, dataset, state, store, save_times, token_cache, wall),
+    }
+    best = (
+        ckpt.verify(store, ckpt.step_name(state.best_step, ckpt.BEST_PREFIX), wanted=[])
+        if state.best_step is not None
+        else None
+    )
+    _write_cost(config, output, dist, store, state, best[0] if best else None, wall)
+    _write_metrics(output, out)
+    for name in ("metrics.json", "cost.json"):
+        tracker.artifact(output / name)
+    tracker.end()
+    log.info("stopped by its caller at step %d: best validation %s", state.step, val)
+    return EXIT_OK
+
+
+def _run_facts(
+    dist: distributed.Dist,
+    dataset: data.Dataset,
+    state: State,
+    store: ckpt.Store,
+    save_times: list[float],
+    token_cache: str,
+    wall: float,
+) -> dict[str, Any]:
+    """metrics.json's account of the run itself, the same for a finished run and a stopped one."""
+    return {
+        "train_samples_per_s": state.samples_seen / state.train_seconds if state.train_seconds else 0.0,
+        "epochs_run": state.epoch + (1 if state.batch_in_epoch else 0),  # epochs started
+        "steps": state.step,
         "history": state.history,
         "dataset_manifest_sha256": dataset.manifest["sha256"],
         "world_size": dist.world_size,
@@ -191,18 +203,6 @@ def finish_stopped(
         },
         "export": None,
     }
-    best = (
-        ckpt.verify(store, ckpt.step_name(state.best_step, ckpt.BEST_PREFIX), wanted=[])
-        if state.best_step is not None
-        else None
-    )
-    _write_cost(config, output, dist, store, state, best[0] if best else None, wall)
-    _write_metrics(output, out)
-    for name in ("metrics.json", "cost.json"):
-        tracker.artifact(output / name)
-    tracker.end()
-    log.info("stopped by its caller at step %d: best validation %s", state.step, val)
-    return EXIT_OK
 
 
 def _write_cost(

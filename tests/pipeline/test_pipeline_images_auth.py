@@ -29,8 +29,7 @@ from typing import Any
 import pytest
 
 from pipeline import images, registry_auth
-from pipeline.cli import main
-from tests.pipeline.test_pipeline_images import candidate, push
+from tests.pipeline.test_pipeline_images import candidate, push, step
 
 pytestmark = pytest.mark.integration
 
@@ -121,15 +120,6 @@ def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Ite
         services._stop(proc)
 
 
-def _step(work: Path, training: str, serving: str) -> tuple[int, str]:
-    flag = work / "flag"
-    rc = main(
-        ["step", "images", "--work", str(work), "--training-image", training, "--serving-image", serving]
-        + ["--local", "false", "--flag-file", str(flag)]
-    )
-    return rc, flag.read_text() if flag.exists() else ""
-
-
 @pytest.fixture
 def no_docker_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
@@ -155,10 +145,10 @@ def test_the_ecr_identity_opens_a_registry_that_refuses_anonymous_reads(
     work, sha = candidate(tmp_path)
     serving = f"{registry['address']}/mlp/serving@" + registry["push"]({images.BUNDLE_LABEL: sha}, "ecr")
     # Without the identity path (a loopback host maps to no cloud): anonymous, refused, and it says why.
-    assert _step(work, registry["training"], serving) == (1, "")
+    assert step(work, registry["training"], serving) == (1, "")
     assert "asks for credentials and none apply" in capsys.readouterr().err
     monkeypatch.setenv(registry_auth.PROVIDER_ENV, "ecr")
-    assert _step(work, registry["training"], serving) == (0, "true")
+    assert step(work, registry["training"], serving) == (0, "true")
     record = json.loads((work / "candidate" / "build-record.json").read_text())
     assert record["images"]["serving"]["labels"][images.BUNDLE_LABEL] == sha
 
@@ -224,7 +214,7 @@ def test_the_google_identity_opens_the_registry_as_oauth2accesstoken(
     monkeypatch.setenv(registry_auth.PROVIDER_ENV, "gar")
     work, sha = candidate(tmp_path)
     serving = f"{registry['address']}/mlp/serving@" + registry["push"]({images.BUNDLE_LABEL: sha}, "gar")
-    assert _step(work, registry["training"], serving) == (0, "true")
+    assert step(work, registry["training"], serving) == (0, "true")
     assert asked == [[registry_auth.GCP_SCOPE]]
 
 
@@ -335,4 +325,4 @@ def test_an_unknown_provider_override_is_a_usage_error(
 ) -> None:
     monkeypatch.setenv(registry_auth.PROVIDER_ENV, "quay")
     work, _ = candidate(tmp_path)
-    assert _step(work, registry["training"], registry["training"])[0] == 2
+    assert step(work, registry["training"], registry["training"])[0] == 2
