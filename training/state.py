@@ -95,13 +95,24 @@ def rescue_store(store: ckpt.Store, output: Any) -> ckpt.Store | None:
 def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | None) -> ckpt.Loaded | None:
     """Upload a checkpoint kept locally during a storage outage when it is newer than the store's newest."""
     kept = ckpt.latest(rescue)
-    if kept is None or (found is not None and found.step >= kept.step):
+    if kept is None:
         return found
-    log.warning("uploading %s, kept on local disk while %s was unavailable", kept.name, store.uri)
-    ckpt.write_checkpoint(store, kept.name, kept.files, meta={"step": kept.step, "rescued": True})
+    if found is None or found.step < kept.step:
+        log.warning("uploading %s, kept on local disk while %s was unavailable", kept.name, store.uri)
+        ckpt.write_checkpoint(store, kept.name, kept.files, meta={"step": kept.step, "rescued": True})
+        found = ckpt.latest(store)
+    else:
+        # The outage hit after the upload (the pruning that follows it): the store already holds this
+        # step or a newer one, so the local copy is redundant and would otherwise stay forever.
+        log.info(
+            "%s kept on local disk is not newer than %s/%s; removing the local copy",
+            kept.name,
+            store.uri,
+            found.name,
+        )
     for name in rescue.dirs(ckpt.STEP_PREFIX):
         rescue.delete(name)
-    return ckpt.latest(store)
+    return found
 
 
 def check_world_size(trainer: dict[str, Any], name: str, world_size: int) -> None:

@@ -74,3 +74,27 @@ def test_no_temporary_files_are_left(tmp_path: Path) -> None:
         "state.pt",
         "trainer.json",
     ]
+
+
+@pytest.mark.parametrize(("store_step", "uploaded"), [(None, True), (5, True), (10, False), (15, False)])
+def test_a_rescued_checkpoint_is_uploaded_only_when_newer_and_the_local_copy_is_then_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, store_step: int | None, uploaded: bool
+) -> None:
+    """A storage outage can strike before step 10's upload or after it (the pruning that follows): the
+    rerun uploads the local copy only in the first case, and in both leaves no local copy behind (CI saw the
+    second case leave it, and a later rerun would have found it again)."""
+    from training.state import _push_rescued
+
+    store, rescue = ckpt.Store(str(tmp_path / "bucket")), ckpt.Store(str(tmp_path / "rescue"))
+    if store_step is not None:
+        _write(store, store_step)
+    _write(rescue, 10, payload=b"kept")
+    with caplog.at_level("INFO", logger="training"):
+        found = _push_rescued(store, rescue, ckpt.latest(store))
+    newest = max(10, store_step or 0)
+    assert found is not None and found.step == newest and ckpt.latest(store).step == newest
+    assert ckpt.latest(rescue) is None and rescue.dirs(ckpt.STEP_PREFIX) == []
+    assert ("uploading step-000000010" in caplog.text) is uploaded, caplog.text
+    assert ("removing the local copy" in caplog.text) is not uploaded, caplog.text
+    if uploaded:
+        assert found.files["state.pt"] == b"kept" + bytes([10])
