@@ -2,9 +2,11 @@
 
 Order, per registry host (the first that applies wins):
 
-1. ``$DOCKER_CONFIG/config.json`` (default ``~/.docker``) has ``auths.<host>.auth``: that user:password. An
-   explicit override (e.g. the optional ``registry-credentials`` Secret of pipeline/argo.py), never needed
-   on the platform's own registries.
+1. ``$DOCKER_CONFIG/config.json`` (default ``~/.docker``), read as the Docker CLI reads it: a credential
+   helper (``credHelpers.<host>``, else ``credsStore``) run as ``docker-credential-<name> get`` with the host
+   on stdin (the docker-credential-helpers protocol), then ``auths.<host>.auth`` (user:password). An explicit
+   override (e.g. the optional ``registry-credentials`` Secret of pipeline/argo.py, or a laptop's ``docker
+   login`` / ``gcloud auth configure-docker``), never needed on the platform's own registries.
 2. The host is a cloud registry: credentials derived from the identity the pod runs as (the ``trainer``
    service account's IRSA/Pod Identity, GKE Workload Identity or Azure workload identity; infra gives it
    read on exactly the two image repositories, ``infra.shape.IMAGE_PULL``). Minted at each run, so nothing
@@ -35,6 +37,8 @@ import dataclasses
 import json
 import os
 import re
+import shutil
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -89,18 +93,73 @@ def _basic(user: str, password: str) -> str:
     return base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+HELPER_NOT_FOUND = "credentials not found"  # what every docker-credential-* helper prints for an unknown host
+TOKEN_USER = "<token>"  # a helper's user name for an OAuth2 identity (refresh) token, not a password
+
+
+def credential_helper(name: str, host: str, path: Path) -> Credential | None:
+    """``docker-credential-<name> get`` with ``host`` on stdin: the helper's Username and Secret, or None when
+    it holds nothing for ``host`` (the Docker CLI's own lookup, docker/docker-credential-helpers protocol)."""
+    exe = f"docker-credential-{name}"
+    if shutil.which(exe) is None:
+        raise RegistryError(
+            f"{path} names the credential helper {name!r} for {host}, and {exe} is not on PATH: install it "
+            "(e.g. the cloud's CLI), or remove credsStore/credHelpers from that file, or point DOCKER_CONFIG "
+            "at another folder"
+        )
+    try:
+        done = subprocess.run(
+            [exe, "get"], input=host, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise RegistryError(f"{exe} get {host}: no answer within {TIMEOUT_S} s") from None
+    said = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    if done.returncode != 0:
+        if HELPER_NOT_FOUND in " ".join(said).lower():
+            return None
+        raise RegistryError(
+            f"{exe} get {host} failed (exit {done.returncode}): {said[-1] if said else 'no output'}: fix the "
+            f"helper's login (e.g. its CLI's auth), or remove it from {path}"
+        )
+    try:
+        answer = json.loads(done.stdout)
+        user, secret = str(answer["Username"]), str(answer["Secret"])
+    except (ValueError, KeyError, TypeError):
+        raise RegistryError(
+            f"{exe} get {host} printed no {{Username, Secret}} JSON: {done.stdout[:200]!r}"
+        ) from None
+    if user == TOKEN_USER:
+        raise RegistryError(
+            f"{exe} holds an identity token for {host} (user {TOKEN_USER}), which this step does not exchange: "
+            "log in with a user and password or access token (docker login -u ...), or rely on the pod's cloud "
+            f"identity ({PROVIDER_ENV})"
+        )
+    return Credential(
+        _basic(user, secret), f"the credential helper {exe} ({path})", "a user that may pull the images"
+    )
+
+
 def docker_config(host: str) -> Credential | None:
+    """The Docker CLI's lookup: ``credHelpers.<host>``, else ``credsStore``, else ``auths.<host>.auth``."""
     folder = os.environ.get("DOCKER_CONFIG") or str(Path.home() / ".docker")
     path = Path(folder) / "config.json"
     if not path.is_file():
         return None
     try:
-        auths = json.loads(path.read_text(encoding="utf-8")).get("auths", {})
+        config = json.loads(path.read_text(encoding="utf-8"))
+        auths, helpers = config.get("auths") or {}, config.get("credHelpers") or {}
+        store = config.get("credsStore") or ""
+        entry = auths.get(host) or auths.get(f"https://{host}") or {}
     except (ValueError, AttributeError) as exc:
         raise ValueError(
             f"{path} is not a Docker config.json ({exc}): fix it or unset DOCKER_CONFIG"
         ) from None
-    entry = auths.get(host) or auths.get(f"https://{host}") or {}
+    helper = helpers.get(host) or store
+    if helper:
+        found = credential_helper(str(helper), host, path)
+        # A helper that knows nothing of the host leaves the file's own entry, then the pod's identity.
+        if found is not None:
+            return found
     if not entry.get("auth"):
         return None
     return Credential(

@@ -1,8 +1,9 @@
 """The `images` step's registry credentials (pipeline/registry_auth.py) against real servers.
 
-A real `docker-registry` on 127.0.0.1 with htpasswd Basic auth refuses anonymous reads. Its users are the pairs
-each cloud identity yields: `AWS` with the password moto's ECR `GetAuthorizationToken` hands out (moto's server
-over HTTP, reached through boto3's own `AWS_ENDPOINT_URL_ECR`), `oauth2accesstoken` with a Google access token.
+A real `docker-registry` on 127.0.0.1 with htpasswd Basic auth (tests/pipeline/conftest.py) refuses anonymous
+reads. Its users are the pairs each cloud identity yields: `AWS` with the password moto's ECR
+`GetAuthorizationToken` hands out (moto's server over HTTP, reached through boto3's own `AWS_ENDPOINT_URL_ECR`),
+`oauth2accesstoken` with a Google access token.
 The registry is on loopback, so `PIPELINE_REGISTRY_AUTH` names the cloud (the documented seam; real hosts are
 mapped by name, tested on the host patterns). Azure: the Entra ID token is a fixed one (no fake token endpoint),
 and the exchange request is checked on a loopback HTTP server that answers like ACR's `/oauth2/exchange`.
@@ -14,14 +15,12 @@ import base64
 import http.server
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,101 +28,10 @@ from typing import Any
 import pytest
 
 from pipeline import images, registry_auth
-from tests.pipeline.test_pipeline_images import candidate, push, step
+from tests.pipeline.conftest import GOOGLE_TOKEN, REGION
+from tests.pipeline.test_pipeline_images import candidate, step
 
 pytestmark = pytest.mark.integration
-
-REGION = "eu-south-2"
-GOOGLE_TOKEN = "ya29.test-access-token"
-
-
-def _bcrypt(password: str) -> str:
-    """A bcrypt hash for the registry's htpasswd (distribution accepts bcrypt only), from libxcrypt."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import crypt
-        except ImportError:
-            pytest.skip("the crypt module (Python < 3.13) makes the htpasswd bcrypt hashes")
-    hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
-    if not hashed or not hashed.startswith("$2"):
-        pytest.skip("this libc's crypt() has no bcrypt")
-    return hashed
-
-
-def _basic(user: str, password: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-
-
-@pytest.fixture(scope="module")
-def ecr_password(s3_server: str) -> str:
-    """What ECR's GetAuthorizationToken answers moto's account with (base64 `AWS:<password>`)."""
-    import boto3
-
-    client = boto3.client(
-        "ecr",
-        endpoint_url=s3_server,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-    token = client.get_authorization_token()["authorizationData"][0]["authorizationToken"]
-    user, password = base64.b64decode(token).decode().split(":", 1)
-    assert user == "AWS"
-    return str(password)
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Iterator[dict[str, Any]]:
-    if shutil.which("docker-registry") is None:
-        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
-    from containers import services
-
-    root = tmp_path_factory.mktemp("auth-registry")
-    (root / "htpasswd").write_text(
-        f"AWS:{_bcrypt(ecr_password)}\n{registry_auth.GAR_USER}:{_bcrypt(GOOGLE_TOKEN)}\n"
-    )
-    port = services.free_port()
-    (root / "registry.yml").write_text(
-        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-        f"auth:\n  htpasswd:\n    realm: test-registry\n    path: {root / 'htpasswd'}\n"
-    )
-    log = root / "registry.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["docker-registry", "serve", str(root / "registry.yml")],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def ready() -> bool:  # anonymous /v2/ gets 401 once it serves
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2).close()
-        except urllib.error.HTTPError as exc:
-            return exc.code == 401
-        except OSError:
-            return False
-        return False
-
-    try:
-        services._wait("docker-registry", ready, proc, log, 30)
-        address = f"127.0.0.1:{port}"
-        auth = _basic("AWS", ecr_password)
-        yield {
-            "address": address,
-            "training": f"{address}/mlp/training@" + push(address, "mlp/training", {}, auth=auth),
-            "push": lambda labels, tag: push(address, "mlp/serving", labels, tag, auth=auth),
-        }
-    finally:
-        services._stop(proc)
-
-
-@pytest.fixture
-def no_docker_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
-    monkeypatch.delenv(registry_auth.PROVIDER_ENV, raising=False)
 
 
 @pytest.fixture
