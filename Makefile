@@ -10,6 +10,7 @@ CHECKOV_VENV := .venvs/checkov
 NPM_TOOLS := tools/npm
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PIP_FLAGS := --quiet --disable-pip-version-check
+PACKAGES := infra policies training serving monitoring promotion pipeline demo containers benchmarks
 
 .PHONY: help setup test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
 
@@ -91,10 +92,10 @@ test-unit: setup  ## only the fast unit tests
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
 # --- the parts ---------------------------------------------------------------
-lint: setup  ## ruff, mypy (infra, policies), hadolint, checkov over Dockerfiles, shellcheck over workflow scripts
+lint: setup  ## ruff, mypy (every package), hadolint, checkov over Dockerfiles, shellcheck over workflow scripts
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy infra policies
+	$(VENV)/bin/mypy $(PACKAGES)
 	$(PY) -m containers.lint
 	$(PY) -m containers.requirements --check
 	$(PY) -m containers.docs --check

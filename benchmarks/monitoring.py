@@ -63,7 +63,7 @@ def bench_drift(bundle: Path, manifest: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     report = drift.compute(ref, big).report
     drift_s = time.perf_counter() - t0
-    detection = {"clean": []}
+    detection: dict[str, Any] = {"clean": []}
     for seed in range(5):
         cur = pd.DataFrame(reference.records_for_texts(samples.clean_texts(manifest, 300, seed), bundle))
         r = drift.compute(ref, cur).report

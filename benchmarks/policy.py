@@ -40,7 +40,7 @@ def run(plans_dir: Path) -> dict[str, Any]:
     paths = sorted(plans_dir.glob("*.json"))
     if not paths:
         raise SystemExit(f"no plans in {plans_dir}: run `python -m infra.plan --out {plans_dir}` first")
-    stacks = []
+    stacks: list[dict[str, Any]] = []
     starts = []
     for path in paths:
         plan = analyze.load_plan(path)

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = acc_texts[: args.texts]
     bundle, model_dir = (args.bundle, args.model_dir) if args.bundle else trained_bundle(TRAIN_DIR)
     meta = json.loads((bundle / "metadata.json").read_text())
-    served = BuildOptions().topology  # what `serving build` ships by default: the targets judge it
+    served = str(BuildOptions().topology)  # what `serving build` ships by default (set by __post_init__)
     result: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": cores()},
         "shared_machine_note": "measured while other engineers' jobs shared the 2 cores: absolute rates are "

@@ -132,7 +132,8 @@ def hf_trainer_run(setup: Setup, tokenizer: Any, encoded: dict[str, Any], batche
 
     class Sequential(transformers.Trainer):
         def _get_train_sampler(self, train_dataset: Any = None) -> Any:
-            return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
+            data: Any = train_dataset or self.train_dataset
+            return torch.utils.data.SequentialSampler(data)
 
     step_s: list[float] = []
 

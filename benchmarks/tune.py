@@ -154,9 +154,8 @@ def replay(curves: dict[str, Any], values: dict[int, float], pruner: str, metric
         else:
             used += curve["steps"]
             study.tell(trial, values[int(number)])
-    kept = [
-        t.value for t in study.trials if t.state == TrialState.COMPLETE
-    ]  # a pruned one holds its last report
+    # A pruned trial holds its last report, not a final value: only complete ones count.
+    kept = [float(t.value) for t in study.trials if t.state == TrialState.COMPLETE and t.value is not None]
     return {
         "steps_ratio": round(used / total, 3),
         "best_val_accuracy": max(kept) if kept else None,

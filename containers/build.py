@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from containers import buildah, docker_engine, localbase, requirements, sbom, wheelhouse
 from containers.errors import ContainerError
@@ -36,6 +36,9 @@ from containers.model_repository import MODEL_REPOSITORY_CONTEXT, prepare_model_
 from containers.provenance import build_key, git_metadata, tree_digest
 from containers.publish import IMAGES, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
+
+if TYPE_CHECKING:
+    from serving.repository import Backend
 
 LOCAL_REPOSITORY = "localhost/eu-ml-platform"
 RECORD = REPO_ROOT / "reports/images/build-record.json"
@@ -148,7 +151,7 @@ def build_image(
     start = time.monotonic()
     existing = _existing_key(spec.ref, builder=builder, client=client)
     reused = existing is not None
-    if reused and spec.build_key and existing != spec.build_key:
+    if existing is not None and spec.build_key and existing != spec.build_key:
         # Tags never move: the same tag with other inputs would make two images one name.
         raise ContainerError(
             f"{spec.ref} exists but was built from other inputs (build key {existing[:12] or 'none'} "
@@ -343,7 +346,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         spec_args: dict[str, str] = {}
         model_tree = None
         if image == "serving":
-            backend = args.backend or ("python" if base == "local" else "onnxruntime")
+            backend: Backend = args.backend or ("python" if base == "local" else "onnxruntime")
             labels = prepare_model_repository(
                 bundle=args.bundle,
                 model_repository=args.model_repository,

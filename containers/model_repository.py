@@ -7,15 +7,19 @@ import hashlib
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from containers.version import REPO_ROOT
+
+if TYPE_CHECKING:
+    from serving.repository import Backend
 
 # Inside the build context and let in by .dockerignore; the serving Dockerfile's MODEL_REPOSITORY.
 MODEL_REPOSITORY_CONTEXT = "build/images/serving/model_repository"
 
 
 def prepare_model_repository(
-    *, bundle: Path | None, model_repository: Path | None, model_version: int | None, backend: str
+    *, bundle: Path | None, model_repository: Path | None, model_version: int | None, backend: Backend
 ) -> dict[str, str]:
     """Write the repository into the build context; return the model labels for the build."""
     target = REPO_ROOT / MODEL_REPOSITORY_CONTEXT

@@ -80,14 +80,14 @@ class TokenizerFacts:
 
 def describe(ids: Sequence[int], facts: TokenizerFacts) -> dict[str, Any]:
     """Descriptors of one tokenized input (ids with special tokens, without padding)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    ids = ids[(ids >= 0) & (ids < facts.vocab_size)]
-    words = ids[~np.isin(ids, list(facts.special_ids))] if facts.special_ids else ids
+    known = np.asarray(ids, dtype=np.int64)
+    known = known[(known >= 0) & (known < facts.vocab_size)]
+    words = known[~np.isin(known, list(facts.special_ids))] if facts.special_ids else known
     n = int(words.size)
     emb = projection(facts.vocab_size)[words].mean(axis=0) if n else np.zeros(EMBEDDING_DIM, np.float32)
     out: dict[str, Any] = {
         "n_tokens": n,
-        "truncated": int(ids.size >= facts.max_length),
+        "truncated": int(known.size >= facts.max_length),
         "unk_share": round(float((words == facts.unk_id).sum()) / n, 4) if n else 0.0,
     }
     out.update({name: round(float(v), 5) for name, v in zip(EMBEDDING, emb, strict=True)})

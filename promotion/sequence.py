@@ -73,10 +73,10 @@ def loadtest_source(
     record = _deployed_record(store, source, bundle_sha)
     expected = (record.get("deployment") or {}).get("loadtest_sha256") if record else None
     got = loadtest.sha256 if loadtest else None
-    if expected and got == expected:
+    if record and expected and got == expected:
         return GateResult(
             name, "pass", got, expected, f"the load test of {source}'s promotion {record['record_id']}"
-        )  # type: ignore[index]
+        )
     return GateResult(
         name,
         "fail",
@@ -95,7 +95,7 @@ def recorded_loadtest(store: ModelStore, source: str, evidence: Any, name: str) 
     bundle_sha = evidence.bundle_metadata.sha256 if evidence.bundle_metadata else None
     record = _deployed_record(store, source, bundle_sha)
     raw = store.read_attachment(record["record_id"], name) if record else None
-    if raw is None:
+    if record is None or raw is None:
         return None
     import json
 

@@ -222,7 +222,7 @@ def model_configs(
         inputs=(text,),
         outputs=(label, probabilities),
         dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.queue_delay_us),
-        instance_groups=(InstanceGroup(count=options.endpoint_instances, kind="KIND_CPU"),),
+        instance_groups=(InstanceGroup(count=int(options.endpoint_instances or 1), kind="KIND_CPU"),),
         version_policy=policy,
         parameters={
             "max_text_bytes": str(options.max_text_bytes),

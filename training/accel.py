@@ -148,8 +148,9 @@ def batch_loader(
     from torch.utils.data import DataLoader
 
     cuda = device.type == "cuda"
+    dataset: Any = _Batches(encoded, batches[start:], pad_id, pad_to)  # map-style by protocol, torch lazily
     loader = DataLoader(
-        _Batches(encoded, batches[start:], pad_id, pad_to),
+        dataset,
         batch_size=None,  # items are whole batches already
         shuffle=False,
         num_workers=2 if cuda else 0,

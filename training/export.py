@@ -334,8 +334,7 @@ def make_tiny_bundle(
         num_attention_heads=2,
         intermediate_size=128,
         max_position_embeddings=max(128, max_length),
-        num_labels=2,
-        id2label=dict(enumerate(DEFAULT_LABELS)),
+        id2label=dict(enumerate(DEFAULT_LABELS)),  # num_labels follows from it
         label2id={n: i for i, n in enumerate(DEFAULT_LABELS)},
     )
     torch.manual_seed(seed)

@@ -252,7 +252,11 @@ def apply(
     done = []
     for doc in manifests:
         ns, name, kind = doc["metadata"]["namespace"], doc["metadata"]["name"], doc["kind"]
-        create = {"Service": core.create_namespaced_service, "Job": batch.create_namespaced_job}[kind]
+        creators: dict[str, Any] = {
+            "Service": core.create_namespaced_service,
+            "Job": batch.create_namespaced_job,
+        }
+        create = creators[kind]
         try:
             create(ns, doc)
             done.append(f"{kind.lower()}/{name} created")

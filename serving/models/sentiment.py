@@ -119,7 +119,9 @@ class TritonPythonModel:
     def execute(self, requests):
         received_ns = time.time_ns()  # the inference record's latency starts here
         responses = [None] * len(requests)
-        texts, owners, raws = [], [], []
+        texts: list[str] = []
+        owners: list[tuple[int, int, int]] = []  # (request, first text, texts)
+        raws: list[np.ndarray] = []
         for i, request in enumerate(requests):
             raw = pb_utils.get_input_tensor_by_name(request, self.input_name).as_numpy().reshape(-1)
             try:
