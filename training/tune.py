@@ -198,7 +198,7 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     from optuna.trial import TrialState
 
     from training.config import apply_overrides
-    from training.trainer import Hooks
+    from training.loop import Hooks
     from training.trainer import run as train
 
     number = trial.number
