@@ -113,10 +113,10 @@ def credential_helper(name: str, host: str, path: Path) -> Credential | None:
         )
     except subprocess.TimeoutExpired:
         raise RegistryError(f"{exe} get {host}: no answer within {TIMEOUT_S} s") from None
-    said = (done.stdout.strip() or done.stderr.strip()).splitlines()
     if done.returncode != 0:
         if HELPER_NOT_FOUND in f"{done.stdout} {done.stderr}".lower():
             return None
+        said = (done.stdout.strip() or done.stderr.strip()).splitlines()
         raise RegistryError(
             f"{exe} get {host} failed (exit {done.returncode}): {said[-1] if said else 'no output'}: fix the "
             f"helper's login (e.g. its CLI's auth), or remove it from {path}"

@@ -249,13 +249,10 @@ def apply(
     config.load_kube_config(config_file=kubeconfig, context=context)
     api = client.ApiClient()
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    creators: dict[str, Any] = {"Service": core.create_namespaced_service, "Job": batch.create_namespaced_job}
     done = []
     for doc in manifests:
         ns, name, kind = doc["metadata"]["namespace"], doc["metadata"]["name"], doc["kind"]
-        creators: dict[str, Any] = {
-            "Service": core.create_namespaced_service,
-            "Job": batch.create_namespaced_job,
-        }
         create = creators[kind]
         try:
             create(ns, doc)
