@@ -32,6 +32,16 @@ def _concurrency(value: str) -> list[int]:
     return levels
 
 
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: use a whole number, e.g. 8 (0 turns it off)") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n}: must be >= 0 (0 turns it off)")
+    return n
+
+
 def _expectation(value: str) -> tuple[str, str]:
     text, sep, label = value.rpartition("=")
     if not sep or not text or not label:
@@ -106,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=_concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
     p.add_argument("--requests", type=int, default=200, help="requests per concurrency level")
     p.add_argument("--texts", type=Path, help="one text per line (default: a few built-in sentences)")
+    p.add_argument("--warmup-requests", type=_count, default=8,
+                   help="sent one at a time before the sweep and not measured (0: none, e.g. a warm server)")  # fmt: skip
     p.add_argument("--out", type=Path, required=True)
 
     p = sub.add_parser("signal", help="print the autoscaling signal per model over a window (JSON)")
@@ -241,6 +253,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         requests=args.requests,
         model=args.model,
         protocol=args.protocol,
+        warmup_requests=args.warmup_requests,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -55,3 +55,5 @@ def test_bad_inputs_exit_2_with_the_fix(tmp_path: Path) -> None:
     assert no_repo.returncode == 2 and "run `python -m serving build` first" in no_repo.stderr
     assert cli("pin", str(tmp_path / "absent"), "x").returncode == 2
     assert cli("loadtest", "--concurrency", "0", "--out", "x.json").returncode == 2
+    no_warmup = cli("loadtest", "--warmup-requests", "-1", "--out", "x.json")
+    assert no_warmup.returncode == 2 and "must be >= 0 (0 turns it off)" in no_warmup.stderr
