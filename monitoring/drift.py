@@ -75,7 +75,6 @@ def compute(
 ) -> DriftResult:  # fmt: skip
     from evidently import DataDefinition, Dataset, Report
     from evidently.metrics import DriftedColumnsCount, ValueDrift
-    from evidently.metrics.embeddings import ModelDriftMethod
 
     if not 0 < threshold <= 1:
         raise InputError(f"threshold {threshold}: must be in (0, 1] (the share of drifted features)")
@@ -100,7 +99,7 @@ def compute(
             drifted = value < limit if "p_value" in method or "test" in method.lower() else value >= limit
             features[config["column"]] = {"drifted": bool(drifted), "value": round(value, 6),
                                           "threshold": limit, "method": method}  # fmt: skip
-    aucs = _embedding_aucs(ModelDriftMethod(threshold=EMBEDDING_AUC), cur, ref)
+    aucs = _embedding_aucs(cur, ref)
     auc = sum(aucs) / len(aucs)
     features["embedding"] = {"drifted": auc > EMBEDDING_AUC, "value": round(auc, 6), "threshold": EMBEDDING_AUC,
                              "method": f"Evidently ModelDriftMethod (domain classifier ROC AUC, mean of "
@@ -118,10 +117,13 @@ def compute(
     return DriftResult(report, snapshot)
 
 
-def _embedding_aucs(method: Any, current: Any, reference: Any) -> list[float]:
+def _embedding_aucs(current: Any, reference: Any) -> list[float]:
     """The domain classifier's ROC AUC on EMBEDDING_SPLITS splits: a function of the two windows' rows, not
     of their order. Evidently's model-based embedding drift is called directly: its Report metric also fits a
     t-SNE of 5,000 points for the plot, which takes minutes on 2 cores."""
+    from evidently.metrics.embeddings import ModelDriftMethod
+
+    method = ModelDriftMethod(threshold=EMBEDDING_AUC)
     cols = list(EMBEDDING)
     cur, ref = (
         f[cols].sort_values(cols, kind="mergesort").reset_index(drop=True) for f in (current, reference)
