@@ -8,10 +8,8 @@ Cost Management Reader on the budget's resource group, federated with the job's 
 Google service account, by GKE Workload Identity, that may only consume the pull subscription of the
 budget's Pub/Sub notifications, infra/gcp/budget.py: GCP's Budgets API returns no spend).
 
-Hardened like the drift CronJob (infra/k8s/monitoring_stack.py): non-root, read-only root filesystem,
-no privilege escalation, all capabilities dropped, RuntimeDefault seccomp, requests = limits, a
-default-deny namespace whose one egress policy opens DNS, the cloud's identity endpoint, HTTPS to public
-addresses (the budget API and the token exchange) and the Pushgateway.
+The same hardened shape as the drift CronJob (infra/k8s/push_job.py); its HTTPS egress reaches the budget
+API and the token exchange.
 """
 
 from __future__ import annotations
@@ -23,10 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import PlatformConfig
-from infra.k8s.monitoring import PUSHGATEWAY_URL
-from infra.k8s.monitoring_stack import hardened, pod_security, push_job_network_policies
-from infra.k8s.serving import RESTRICTED
-from infra.shape import BUDGET_SERVICE_ACCOUNT, POOL_SELECTORS, BudgetJob, budget_name
+from infra.k8s import push_job
+from infra.shape import BUDGET_SERVICE_ACCOUNT, BudgetJob, budget_name
 
 JOB_NAME = "budget"
 # Hourly, off the hour. AWS "updates your budget status several times a day" (Budgets API reference,
@@ -67,83 +63,26 @@ def declare(
     """The CronJob, its namespace, service account and NetworkPolicies; nothing where `job` is None."""
     if job is None:
         return None
-    name, ref = f"{cfg.name}-budget", BUDGET_SERVICE_ACCOUNT
-    labels = {"app.kubernetes.io/part-of": "eu-ml-platform", **labels}
-    namespace = k8s.core.v1.Namespace(
-        f"{name}-ns",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=ref.namespace, labels={**RESTRICTED, **labels}),
-        opts=opts,
-    )
-    # The Pushgateway (an add-on) exists before the first run pushes.
-    in_ns = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *after]))
-    sa = k8s.core.v1.ServiceAccount(
-        f"{name}-sa",
-        metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=ref.name, namespace=ref.namespace, labels=labels, annotations=dict(job.sa_annotations)
-        ),
-        automount_service_account_token=False,
-        opts=in_ns,
-    )
-    selector = {"app.kubernetes.io/name": JOB_NAME}
-    cron_job = k8s.batch.v1.CronJob(
-        name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_NAME, namespace=ref.namespace, labels=labels),
-        spec=k8s.batch.v1.CronJobSpecArgs(
+    name = f"{cfg.name}-budget"
+    return push_job.declare(
+        push_job.PushJob(
+            name=JOB_NAME,
+            command="budget",
+            args=cli_args(cfg, job),
+            image=image,
             schedule=SCHEDULE,
-            time_zone="Etc/UTC",
-            # A late run is replaced by the next one: the budget is read whole each time.
-            concurrency_policy="Forbid",
-            starting_deadline_seconds=DEADLINE_S,
-            successful_jobs_history_limit=3,
-            failed_jobs_history_limit=3,
-            job_template=k8s.batch.v1.JobTemplateSpecArgs(
-                spec=k8s.batch.v1.JobSpecArgs(
-                    backoff_limit=2,
-                    active_deadline_seconds=DEADLINE_S,
-                    ttl_seconds_after_finished=86_400,
-                    template=k8s.core.v1.PodTemplateSpecArgs(
-                        metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, **selector, **job.pod_labels}),
-                        spec=k8s.core.v1.PodSpecArgs(
-                            service_account_name=ref.name,
-                            # The cloud identity needs the projected token (not the API token).
-                            automount_service_account_token=False,
-                            restart_policy="Never",
-                            security_context=pod_security(1000),
-                            node_selector=dict(POOL_SELECTORS["system"].node_selector),
-                            containers=[
-                                k8s.core.v1.ContainerArgs(
-                                    name=JOB_NAME,
-                                    image=image,
-                                    command=["python", "-m", "monitoring", "budget"],
-                                    args=cli_args(cfg, job),
-                                    env=[
-                                        k8s.core.v1.EnvVarArgs(
-                                            name="MONITORING_PUSHGATEWAY_URL", value=PUSHGATEWAY_URL
-                                        )
-                                    ],
-                                    resources=k8s.core.v1.ResourceRequirementsArgs(
-                                        requests=dict(RESOURCES), limits=dict(RESOURCES)
-                                    ),
-                                    security_context=hardened(),
-                                    # Python and the SDKs may want a scratch directory; the root stays read-only.
-                                    volume_mounts=[
-                                        k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp")
-                                    ],
-                                )
-                            ],
-                            volumes=[
-                                k8s.core.v1.VolumeArgs(
-                                    name="tmp",
-                                    empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi"),
-                                )
-                            ],
-                        ),
-                    ),
-                )
-            ),
+            deadline_s=DEADLINE_S,
+            resources=RESOURCES,
+            scratch="64Mi",
+            service_account=BUDGET_SERVICE_ACCOUNT,
+            sa_annotations=job.sa_annotations,
+            pod_labels=job.pod_labels,
+            identity_egress=identity_egress,
         ),
-        opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
+        push_job.ResourceNames(
+            namespace=f"{name}-ns", service_account=f"{name}-sa", cron_job=name, network_policies=name
+        ),
+        {"app.kubernetes.io/part-of": "eu-ml-platform", **labels},
+        opts,
+        after,
     )
-    # DNS, the cloud's identity endpoint, HTTPS to the budget API / token exchange, and the Pushgateway.
-    push_job_network_policies(name, ref.namespace, JOB_NAME, selector, identity_egress, in_ns)
-    return cron_job

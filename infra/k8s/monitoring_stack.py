@@ -4,24 +4,23 @@ NetworkPolicy. The charts (Prometheus + rules + Pushgateway, Grafana, DCGM expor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.k8s import push_job
 from infra.k8s.monitoring import (
     ALERTMANAGER,
     ALERTMANAGER_CONFIG_SECRET,
     ALERTMANAGER_PORT,
     DASHBOARD_LABEL,
     MONITORING_NAMESPACE,
-    PUSHGATEWAY_PORT,
-    PUSHGATEWAY_URL,
 )
 from infra.k8s.netpol import dns_egress, identity_and_https_egress
-from infra.k8s.serving import RESTRICTED
+from infra.k8s.push_job import hardened, pod_security
 from infra.shape import POOL_SELECTORS, SERVICE_ACCOUNTS
 
 # One Alertmanager replica: notifications are idempotent per group, and silences live on a small
@@ -56,67 +55,6 @@ class MonitoringArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     # The add-ons: the monitoring namespace and the Pushgateway exist first.
     after: tuple[pulumi.Resource, ...] = ()
-
-
-def hardened() -> k8s.core.v1.SecurityContextArgs:
-    """The container security context of every job here (and infra/k8s/budget.py): Pod Security "restricted"."""
-    return k8s.core.v1.SecurityContextArgs(
-        run_as_non_root=True,
-        read_only_root_filesystem=True,
-        allow_privilege_escalation=False,
-        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-    )
-
-
-def pod_security(user: int) -> k8s.core.v1.PodSecurityContextArgs:
-    """The pod security context those jobs share: non-root `user`, RuntimeDefault seccomp."""
-    return k8s.core.v1.PodSecurityContextArgs(
-        run_as_non_root=True,
-        run_as_user=user,
-        run_as_group=user,
-        fs_group=user,
-        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-    )
-
-
-def push_job_network_policies(
-    resource_name: str,
-    namespace: pulumi.Input[str],
-    policy_name: str,
-    selector: Mapping[str, str],
-    identity_egress: Sequence[Mapping[str, Any]],
-    opts: pulumi.ResourceOptions,
-) -> None:
-    """Default-deny for a job's namespace, then egress to DNS, the cloud's identity endpoint, HTTPS
-    and the Pushgateway only: the shape every job that pushes metrics runs under (drift, budget)."""
-    k8s.networking.v1.NetworkPolicy(
-        f"{resource_name}-default-deny",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=namespace),
-        spec=k8s.networking.v1.NetworkPolicySpecArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
-        ),
-        opts=opts,
-    )
-    pushgateway = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-        to=[
-            k8s.networking.v1.NetworkPolicyPeerArgs(
-                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                    match_labels={"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
-                )
-            )
-        ],
-        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PUSHGATEWAY_PORT, protocol="TCP")],
-    )
-    k8s.networking.v1.NetworkPolicy(
-        f"{resource_name}-netpol",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, namespace=namespace),
-        spec=k8s.networking.v1.NetworkPolicySpecArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
-            policy_types=["Egress"],
-            egress=[dns_egress(), *identity_and_https_egress(identity_egress), pushgateway],
-        ),
-        opts=opts,
-    )
 
 
 class MonitoringStack(pulumi.ComponentResource):
@@ -267,87 +205,36 @@ class MonitoringStack(pulumi.ComponentResource):
         )
 
     def _drift_job(self, name: str, args: MonitoringArgs, labels: dict[str, str]) -> None:
-        ref = SERVICE_ACCOUNTS["monitor"]
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-drift-ns",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ref.namespace, labels={**RESTRICTED, **labels}),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.after])
-        sa = k8s.core.v1.ServiceAccount(
-            f"{name}-monitor-sa",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ref.name, namespace=ref.namespace, labels=labels, annotations=dict(args.sa_annotations)
-            ),
-            automount_service_account_token=False,
-            opts=in_ns,
-        )
-        selector = {"app.kubernetes.io/name": "drift"}
-        env = {"MONITORING_PUSHGATEWAY_URL": PUSHGATEWAY_URL, **args.storage_env}
-        self.cron_job = k8s.batch.v1.CronJob(
-            f"{name}-drift",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="drift", namespace=ref.namespace, labels=labels),
-            spec=k8s.batch.v1.CronJobSpecArgs(
+        self.cron_job = push_job.declare(
+            push_job.PushJob(
+                name="drift",
+                command="drift",
+                args=[
+                    "--reference",
+                    pulumi.Output.concat(args.reference_url, "/"),
+                    "--current",
+                    pulumi.Output.concat(args.current_url, "/"),
+                    "--out",
+                    pulumi.Output.concat(args.out_url, "/"),
+                ],  # fmt: skip
+                image=args.image,
                 schedule=args.schedule,
-                time_zone="Etc/UTC",
-                # A late run replaces nothing: the next one reads the newer window anyway.
-                concurrency_policy="Forbid",
-                starting_deadline_seconds=3600,
-                successful_jobs_history_limit=3,
-                failed_jobs_history_limit=3,
-                job_template=k8s.batch.v1.JobTemplateSpecArgs(
-                    spec=k8s.batch.v1.JobSpecArgs(
-                        backoff_limit=2,
-                        active_deadline_seconds=DRIFT_DEADLINE_S,
-                        ttl_seconds_after_finished=86_400,
-                        template=k8s.core.v1.PodTemplateSpecArgs(
-                            metadata=k8s.meta.v1.ObjectMetaArgs(
-                                labels={**labels, **selector, **args.pod_labels}
-                            ),
-                            spec=k8s.core.v1.PodSpecArgs(
-                                service_account_name=ref.name,
-                                # The cloud identity needs the projected token (not the API token).
-                                automount_service_account_token=False,
-                                restart_policy="Never",
-                                security_context=pod_security(1000),
-                                node_selector=dict(POOL_SELECTORS["system"].node_selector),
-                                containers=[
-                                    k8s.core.v1.ContainerArgs(
-                                        name="drift",
-                                        image=args.image,
-                                        command=["python", "-m", "monitoring", "drift"],
-                                        args=[
-                                            "--reference",
-                                            pulumi.Output.concat(args.reference_url, "/"),
-                                            "--current",
-                                            pulumi.Output.concat(args.current_url, "/"),
-                                            "--out",
-                                            pulumi.Output.concat(args.out_url, "/"),
-                                        ],  # fmt: skip
-                                        env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in env.items()],
-                                        resources=k8s.core.v1.ResourceRequirementsArgs(
-                                            requests=dict(DRIFT_RESOURCES), limits=dict(DRIFT_RESOURCES)
-                                        ),
-                                        security_context=hardened(),
-                                        volume_mounts=[
-                                            k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp")
-                                        ],
-                                    )
-                                ],
-                                volumes=[
-                                    k8s.core.v1.VolumeArgs(
-                                        name="tmp",
-                                        empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="2Gi"),
-                                    )
-                                ],
-                            ),
-                        ),
-                    )
-                ),
+                deadline_s=DRIFT_DEADLINE_S,
+                resources=DRIFT_RESOURCES,
+                scratch="2Gi",
+                service_account=SERVICE_ACCOUNTS["monitor"],
+                env=args.storage_env,
+                sa_annotations=args.sa_annotations,
+                pod_labels=args.pod_labels,
+                identity_egress=args.identity_egress,
             ),
-            opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
-        )
-        # The job: DNS, its cloud identity endpoint, HTTPS to the buckets, and the Pushgateway.
-        push_job_network_policies(
-            f"{name}-drift", ref.namespace, "drift", selector, args.identity_egress, in_ns
+            push_job.ResourceNames(
+                namespace=f"{name}-drift-ns",
+                service_account=f"{name}-monitor-sa",
+                cron_job=f"{name}-drift",
+                network_policies=f"{name}-drift",
+            ),
+            labels,
+            pulumi.ResourceOptions(parent=self),
+            args.after,
         )

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 
 from infra.k8s import autoscaling
 from infra.k8s.addons import MONITORING_NAMESPACE, PROMETHEUS_URL
-from infra.k8s.netpol import dns_egress, identity_and_https_egress
+from infra.k8s.netpol import default_deny, dns_egress, identity_and_https_egress
 from infra.shape import POOL_SELECTORS, SERVICE_ACCOUNTS, PoolSelector
 
 APP = "triton"
@@ -231,14 +231,7 @@ class TritonServing(pulumi.ComponentResource):
         identity_egress: Sequence[Mapping[str, Any]],
         opts: pulumi.ResourceOptions,
     ) -> None:
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-default-deny",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="default-deny", namespace=ns),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
-            ),
-            opts=opts,
-        )
+        default_deny(name, ns, opts)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=APP, namespace=ns),
