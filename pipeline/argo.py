@@ -134,14 +134,7 @@ def workflow_template(
     return {
         "apiVersion": API_VERSION,
         "kind": "WorkflowTemplate",
-        "metadata": {
-            "name": template_name(environment),
-            "namespace": NAMESPACE,
-            "labels": {
-                "app.kubernetes.io/part-of": "eu-ml-platform",
-                "platform.eu-ml/environment": environment,
-            },
-        },
+        "metadata": _metadata(environment),
         "spec": {
             "entrypoint": "retrain",
             "serviceAccountName": SERVICE_ACCOUNT,
@@ -176,18 +169,20 @@ def workflow_template(
     }
 
 
+def _metadata(environment: str) -> dict[str, Any]:
+    """The WorkflowTemplate and its CronWorkflow share a name: the CronWorkflow runs that template."""
+    return {
+        "name": template_name(environment),
+        "namespace": NAMESPACE,
+        "labels": {"app.kubernetes.io/part-of": "eu-ml-platform", "platform.eu-ml/environment": environment},
+    }
+
+
 def cron_workflow(environment: str, schedule: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "CronWorkflow",
-        "metadata": {
-            "name": template_name(environment),
-            "namespace": NAMESPACE,
-            "labels": {
-                "app.kubernetes.io/part-of": "eu-ml-platform",
-                "platform.eu-ml/environment": environment,
-            },
-        },
+        "metadata": _metadata(environment),
         "spec": {
             "schedules": [schedule or SCHEDULES.get(environment, SCHEDULES["staging"])],
             "timezone": TIMEZONE,
