@@ -148,7 +148,7 @@ def test_identities_bind_one_kubernetes_sa_and_single_buckets(gcp: Plan) -> None
         # The budget job's own account (infra/gcp/budget.py; tests/infra/test_infra_budget_job.py).
         "serviceAccount:acme-ml-platform-dev.svc.id.goog[cost/budget]",
     }
-    # Whole-bucket grants (prefix grants carry an IAM condition: test_infra_monitoring.py).
+    # Whole-bucket grants (prefix grants carry an IAM condition: test_infra_monitoring_cloud.py).
     granted = {
         (r["inputs"]["member"], r["inputs"]["bucket"], r["inputs"]["role"])
         for r in gcp.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")

@@ -337,9 +337,9 @@ MUTATIONS: list[tuple[str, str, Callable[[Plan], None]]] = [
     ),
 ]
 # Already failing on the committed stacks (see the compliance report), so a mutant adds nothing new;
-# the fixture mutants in test_policy_rules.py cover them. Parliament runs only in the pack venv.
+# the fixture mutants (policy_mutants_*.py, run by test_policy_rules.py) cover them. Parliament runs only in the pack venv.
 # ci-oidc-subject-pinned reads the bootstrap stack (infra/bootstrap), which is not one of the rendered
-# stacks: its fixture cases (policy_cases.py) and tests/infra/test_infra_bootstrap.py cover it.
+# stacks: its fixture cases (policy_cases_*.py) and tests/infra/test_infra_bootstrap.py cover it.
 NOT_MUTATED = {"azure-public-network-access-disabled", "aws-iam-policy-lint", "ci-oidc-subject-pinned"}
 
 
