@@ -67,7 +67,6 @@ def declare(
     return push_job.declare(
         push_job.PushJob(
             name=JOB_NAME,
-            command="budget",
             args=cli_args(cfg, job),
             image=image,
             schedule=SCHEDULE,
@@ -79,9 +78,7 @@ def declare(
             pod_labels=job.pod_labels,
             identity_egress=identity_egress,
         ),
-        push_job.ResourceNames(
-            namespace=f"{name}-ns", service_account=f"{name}-sa", cron_job=name, network_policies=name
-        ),
+        push_job.ResourceNames(namespace=f"{name}-ns", service_account=f"{name}-sa", cron_job=name),
         {"app.kubernetes.io/part-of": "eu-ml-platform", **labels},
         opts,
         after,

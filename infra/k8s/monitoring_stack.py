@@ -208,7 +208,6 @@ class MonitoringStack(pulumi.ComponentResource):
         self.cron_job = push_job.declare(
             push_job.PushJob(
                 name="drift",
-                command="drift",
                 args=[
                     "--reference",
                     pulumi.Output.concat(args.reference_url, "/"),
@@ -232,7 +231,6 @@ class MonitoringStack(pulumi.ComponentResource):
                 namespace=f"{name}-drift-ns",
                 service_account=f"{name}-monitor-sa",
                 cron_job=f"{name}-drift",
-                network_policies=f"{name}-drift",
             ),
             labels,
             pulumi.ResourceOptions(parent=self),

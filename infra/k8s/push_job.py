@@ -48,7 +48,7 @@ def pod_security(user: int) -> k8s.core.v1.PodSecurityContextArgs:
     )
 
 
-def push_job_network_policies(
+def _network_policies(
     resource_name: str,
     namespace: pulumi.Input[str],
     policy_name: str,
@@ -86,9 +86,8 @@ class PushJob:
     """What differs between the jobs; the rest of the shape is declare()'s."""
 
     name: str
-    """The CronJob, its container, its pods' `app.kubernetes.io/name` and its egress policy."""
-    command: str
-    """The `python -m monitoring` subcommand."""
+    """The `python -m monitoring` subcommand, also the CronJob, its container, its pods'
+    `app.kubernetes.io/name` and its egress policy."""
     args: Sequence[pulumi.Input[str]]
     image: pulumi.Input[str]
     schedule: str
@@ -111,7 +110,7 @@ class ResourceNames:
     namespace: str
     service_account: str
     cron_job: str
-    network_policies: str
+    """Also the prefix of the NetworkPolicies' names."""
 
 
 def declare(
@@ -139,7 +138,6 @@ def declare(
         opts=in_ns,
     )
     selector = {"app.kubernetes.io/name": job.name}
-    env = {"MONITORING_PUSHGATEWAY_URL": PUSHGATEWAY_URL, **job.env}
     cron_job = k8s.batch.v1.CronJob(
         names.cron_job,
         metadata=k8s.meta.v1.ObjectMetaArgs(name=job.name, namespace=ref.namespace, labels=dict(labels)),
@@ -159,20 +157,19 @@ def declare(
                     ttl_seconds_after_finished=TTL_AFTER_FINISHED_S,
                     template=k8s.core.v1.PodTemplateSpecArgs(
                         metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, **selector, **job.pod_labels}),
-                        spec=_pod(job, env),
+                        spec=_pod(job),
                     ),
                 )
             ),
         ),
         opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[sa])),
     )
-    push_job_network_policies(
-        names.network_policies, ref.namespace, job.name, selector, job.identity_egress, in_ns
-    )
+    _network_policies(names.cron_job, ref.namespace, job.name, selector, job.identity_egress, in_ns)
     return cron_job
 
 
-def _pod(job: PushJob, env: Mapping[str, pulumi.Input[str]]) -> k8s.core.v1.PodSpecArgs:
+def _pod(job: PushJob) -> k8s.core.v1.PodSpecArgs:
+    env = {"MONITORING_PUSHGATEWAY_URL": PUSHGATEWAY_URL, **job.env}
     return k8s.core.v1.PodSpecArgs(
         service_account_name=job.service_account.name,
         # The cloud identity needs the projected token (not the API token).
@@ -184,7 +181,7 @@ def _pod(job: PushJob, env: Mapping[str, pulumi.Input[str]]) -> k8s.core.v1.PodS
             k8s.core.v1.ContainerArgs(
                 name=job.name,
                 image=job.image,
-                command=["python", "-m", "monitoring", job.command],
+                command=["python", "-m", "monitoring", job.name],
                 args=list(job.args),
                 env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in env.items()],
                 resources=k8s.core.v1.ResourceRequirementsArgs(
