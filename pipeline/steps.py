@@ -90,7 +90,15 @@ def decide_retrain(args: argparse.Namespace) -> int:
     return 0
 
 
+TUNE_WORKER = "pipeline"
+"""The tune study's worker id in the pipeline: stable across Argo retries of the step (see train)."""
+
+
 def train(args: argparse.Namespace) -> int:
+    # As `python -m training` does: until the loop takes over, SIGTERM exits 75 (Argo retries 75), never 143.
+    from training.preemption import install_early_exit
+
+    install_early_exit()
     from training.cli import main as training_main
 
     if args.mode == "tune":
@@ -103,6 +111,9 @@ def train(args: argparse.Namespace) -> int:
             "--trial-timeout",
             args.trial_timeout,
         ]
+        # One fixed worker id: the study (OUT/study.db) lives on the workflow's own volume and has one worker, so
+        # an Argo retry (a new pod, a new host name) finds its RUNNING trial and resumes it from its checkpoints.
+        argv += ["--worker", TUNE_WORKER]
         # Trials skip the baselines for speed; the candidate must carry them for the evaluate step's gate.
         argv += ["--output", args.out, f"data.source={args.data}", "baselines=true"]
     else:

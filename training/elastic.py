@@ -45,6 +45,11 @@ def pod_exit_code(worker_codes: Iterable[int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # torchrun installs its SIGTERM handler only once the workers start, after the rendezvous (which can wait
+    # up to join_timeout for the other nodes): until then a SIGTERM must still mean "rerun me" (75), not 143.
+    from training.preemption import install_early_exit
+
+    install_early_exit()
     from torch.distributed import DistError
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError

@@ -203,10 +203,11 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
                 {
                     "action": "FailJob",
                     # 69 (object storage unavailable after retries) counts against backoffLimit instead.
+                    # The API server requires the values ascending and unique ("must be ordered").
                     "onExitCodes": {
                         "containerName": CONTAINER,
                         "operator": "NotIn",
-                        "values": [0, EXIT_PREEMPTED, EXIT_STORAGE],
+                        "values": sorted({0, EXIT_PREEMPTED, EXIT_STORAGE}),
                     },
                 },
             ]

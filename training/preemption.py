@@ -76,6 +76,13 @@ def install_early_exit() -> None:
 def install_signal_handlers(stop: StopRequest) -> Callable[[], None]:
     """SIGTERM and the first SIGINT request a stop; a second SIGINT interrupts at once. Returns an uninstaller."""
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # A handler installed by a caller (tune's between-trials flag) that already caught a signal while this run
+    # was setting up: that stop is this run's too, or the trial would train to its end before anyone noticed.
+    for old in previous.values():
+        pending = getattr(old, "reason", None)
+        if isinstance(pending, str):
+            stop.set(pending)
+            break
 
     def handler(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name

@@ -92,9 +92,34 @@ def rescue_store(store: ckpt.Store, output: Any) -> ckpt.Store | None:
     return None if store.local else ckpt.Store(str(output / RESCUE_DIR))
 
 
+REQUIRED_FILES = ("state.pt", "trainer.json")
+"""Rank 0's files: a checkpoint without them cannot be resumed, whatever else its manifest lists."""
+
+
+def latest_resumable(store: ckpt.Store) -> ckpt.Loaded | None:
+    """The newest complete checkpoint that holds REQUIRED_FILES; one whose manifest lacks them is skipped."""
+    for name in reversed(store.dirs(ckpt.STEP_PREFIX)):
+        found = ckpt.verify(store, name)
+        if found is None:
+            continue
+        manifest, files = found
+        missing = [f for f in REQUIRED_FILES if f not in files]
+        if missing:
+            log.error(
+                "checkpoint %s/%s lists no %s (only %s): it cannot be resumed; skipping it (delete it to silence this)",
+                store.uri,
+                name,
+                " or ".join(missing),
+                ", ".join(sorted(files)) or "nothing",
+            )
+            continue
+        return ckpt.Loaded(name=name, step=int(name[len(ckpt.STEP_PREFIX) :]), files=files, manifest=manifest)
+    return None
+
+
 def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | None) -> ckpt.Loaded | None:
     """Upload a checkpoint kept locally during a storage outage when it is newer than the store's newest."""
-    kept = ckpt.latest(rescue)
+    kept = latest_resumable(rescue)
     if kept is None:
         return found
     if found is None or found.step < kept.step:
@@ -167,7 +192,7 @@ def resume(
     *,
     rescue: ckpt.Store | None = None,
 ) -> State | None:
-    found = ckpt.latest(store) if dist.is_main else None  # rank 0 verifies every file of the candidate
+    found = latest_resumable(store) if dist.is_main else None  # rank 0 verifies every file of the candidate
     if dist.is_main and rescue is not None:
         found = _push_rescued(store, rescue, found)
     name = dist.broadcast_object(found.name if found else None)
@@ -176,7 +201,7 @@ def resume(
         return None
     rank_file = f"rank-{dist.rank:05d}.pt"
     if found is None:
-        verified = ckpt.verify(store, name, ["state.pt", "trainer.json"])
+        verified = ckpt.verify(store, name, list(REQUIRED_FILES))
         if verified is None:
             raise RuntimeError(f"checkpoint {name} verified on rank 0 but not on rank {dist.rank}")
         files = verified[1]
@@ -202,8 +227,16 @@ def resume(
     if changed:
         log.warning("resuming with a config that differs from the checkpoint's in: %s", ", ".join(changed))
     tensors = torch_load(files["state.pt"])
-    model.load_state_dict(tensors["model"])
-    optimizer.load_state_dict(tensors["optimizer"])
+    try:
+        model.load_state_dict(tensors["model"])
+        optimizer.load_state_dict(tensors["optimizer"])
+    except (RuntimeError, ValueError) as exc:  # torch: "size mismatch ..." / "... different number of params"
+        raise ConfigError(
+            "checkpoint.uri",
+            f"checkpoint {store.uri}/{name} holds a model/optimizer of another shape than this config's "
+            f"(config differs in: {', '.join(changed) or 'nothing recorded'}; torch: {(str(exc).splitlines() or [type(exc).__name__])[0]}). "
+            "Resume with the checkpoint's model settings, or set a new checkpoint.uri to start fresh",
+        ) from exc
     scheduler.load_state_dict(tensors["scheduler"])
     scaler.load_state_dict(tensors["scaler"])
     if rank_file in files and trainer.get("world_size") == dist.world_size:
@@ -282,8 +315,9 @@ def save(
         if dist.is_main and not solo:
             ckpt.prune(store, config.checkpoint.keep_last)
     except StorageUnavailable:
-        if rescue is not None:
-            # This rank's files only (peers may be gone): enough for rank 0 to resume exactly on one process.
+        if rescue is not None and dist.is_main:
+            # Rank 0's files only (peers may be gone, so no gather): enough to resume, exactly on one process.
+            # Every local rank shares this folder; another rank's manifest would replace rank 0's.
             ckpt.write_checkpoint(rescue, name, files, meta={"step": state.step}, is_main=True)
             log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
         raise

@@ -108,11 +108,38 @@ def copy_best(cfg: TuneConfig, number: int) -> None:
     src = cfg.output / "trials" / str(number)
     if (cfg.output / "model").exists():
         shutil.rmtree(cfg.output / "model")
+    if not (src / "model").is_dir():
+        _point_to_best(cfg, number)
+        return
     shutil.copytree(src / "model", cfg.output / "model")
     for name in ("metrics.json", "cost.json", "manifest.json"):
         if (src / name).exists():
             shutil.copy2(src / name, cfg.output / name)
     (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
+
+
+def _point_to_best(cfg: TuneConfig, number: int) -> None:
+    """The best trial ran on another worker (its own pod and output folder): say where its weights are.
+
+    Several workers (launch --tune) each finish the study; only the one that ran the best trial holds its
+    model folder. The others record the pointer and succeed: a failure here would fail the whole Job.
+    """
+    from training.checkpoint import BEST_PREFIX
+
+    if cfg.checkpoint_uri:
+        where = f"{cfg.checkpoint_uri.rstrip('/')}/trial-{number}/{BEST_PREFIX}<step>/"
+    else:
+        where = f"OUTPUT/trials/{number}/checkpoints/{BEST_PREFIX}<step>/ on the worker that ran it"
+    for name in ("metrics.json", "cost.json", "manifest.json"):  # this worker's own best, now stale
+        (cfg.output / name).unlink(missing_ok=True)
+    (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
+    pointer = {"best_trial": number, "model": None, "weights": where}
+    (cfg.output / "best_trial.json").write_text(json.dumps(pointer, indent=2), encoding="utf-8")
+    log.warning(
+        "best trial %d ran on another worker: its model folder is not here; its weights are at %s",
+        number,
+        where,
+    )
 
 
 def finish(

@@ -88,7 +88,8 @@ def test_job_runs_torchrun_on_the_gpu_pool_and_retries_preemptions() -> None:
     }
     assert rules[1]["action"] == "Ignore" and rules[1]["onExitCodes"]["values"] == [75]
     assert rules[2]["action"] == "FailJob" and rules[2]["onExitCodes"]["operator"] == "NotIn"
-    assert rules[2]["onExitCodes"]["values"] == [0, 75, 69]  # storage outage: retried within backoffLimit
+    # ascending, as the API server requires; 69 (storage outage) is retried within backoffLimit
+    assert rules[2]["onExitCodes"]["values"] == [0, 69, 75]
     assert all(r.get("onExitCodes", {}).get("containerName", "trainer") == "trainer" for r in rules)
     assert spec["podReplacementPolicy"] == "Failed"
     # torchrun's grace for workers fits inside the kubelet's
