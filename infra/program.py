@@ -18,6 +18,7 @@ from infra.k8s import argo, budget, monitoring
 from infra.k8s.addons import KEDA, ClusterAddons, device_plugin, monitoring_charts, prometheus_storage
 from infra.k8s.monitoring_stack import MonitoringArgs, MonitoringStack
 from infra.k8s.serving import ServingArgs, TritonServing
+from infra.k8s.storage import default_storage_class
 from infra.k8s.workloads import CiDeployer, TrainingWorkload
 from infra.shape import (
     DRIFT_PREFIX,
@@ -62,7 +63,9 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
         charts.append(device_plugin(selectors["gpu"]))
     if cfg.serving.scale_to_zero:
         charts.append(KEDA)
-    addons = ClusterAddons(f"{cfg.name}-addons", charts, opts)
+    # The class PVCs without one get (Prometheus server, Alertmanager); none where the cloud ships one.
+    storage = default_storage_class(f"{cfg.name}-storage", platform.default_storage_class, labels, opts)
+    addons = ClusterAddons(f"{cfg.name}-addons", charts, opts, after=storage)
 
     serving_image = image_reference(platform.image_repositories["serving"], cfg.serving.image)
     training_image = image_reference(platform.image_repositories["training"], cfg.training_image)
@@ -123,7 +126,8 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
             pod_labels=platform.pod_labels.get("monitor", {}),
             identity_egress=tuple(platform.identity_egress),
             labels=labels,
-            after=(addons,),
+            # Alertmanager's volumeClaimTemplates use the default StorageClass.
+            after=(addons, *storage),
         ),
         opts,
     )

@@ -189,6 +189,28 @@ class HelmChart:
     values: Mapping[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class StorageClassSpec:
+    """A StorageClass the shared Kubernetes layer declares as the cluster's default, for clouds that ship none.
+
+    PersistentVolumeClaims that name no class (the Prometheus server chart's, Alertmanager's
+    volumeClaimTemplates) get the cluster's default class, so a cluster without one never binds them.
+    """
+
+    name: str
+    provisioner: str
+    # The provisioner's parameters (all strings in Kubernetes): volume type, encryption, key.
+    parameters: Mapping[str, pulumi.Input[str]]
+    # Volumes are created in the zone of the pod that first uses them (a node pool spans zones).
+    volume_binding_mode: str = "WaitForFirstConsumer"
+    allow_volume_expansion: bool = True
+    reclaim_policy: str = "Delete"
+
+
+# The annotation that marks a StorageClass as the default (kubernetes.io/docs/concepts/storage/storage-classes/).
+DEFAULT_STORAGE_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
 @dataclass
 class CloudPlatform:
     """What a cloud's stack hands the shared Kubernetes layer and the stack outputs."""
@@ -200,6 +222,9 @@ class CloudPlatform:
     bucket_uris: Mapping[str, pulumi.Input[str]]
     # Image repositories (no tag): `<registry>/<path>/training`.
     image_repositories: Mapping[str, pulumi.Input[str]]
+    # The default StorageClass the shared layer declares (and makes every PVC consumer wait for), or None
+    # where the managed cluster ships a default class of its own: every cloud must decide.
+    default_storage_class: StorageClassSpec | None
     # Outputs a user needs after `up` (see infra/README.md, "Stack outputs").
     cluster_endpoint: pulumi.Input[str] = ""
     registry: pulumi.Input[str] = ""

@@ -8,6 +8,7 @@ import pulumi_aws as aws
 from infra.aws import documents
 from infra.aws.alarms import api_error_alarm
 from infra.aws.audit import Audit, trail_arn
+from infra.aws.block_storage import BlockStorage
 from infra.aws.cluster import Cluster
 from infra.aws.identity import Identities, PodRole
 from infra.aws.keys import EnvironmentKey
@@ -75,6 +76,16 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         key_policy=None,
         opts=bindings,
     )
+    # PersistentVolumes (Prometheus, Alertmanager): the EBS CSI driver, once the system pool can run it.
+    block_storage = BlockStorage(
+        f"{cfg.name}-block-storage",
+        cfg,
+        cluster_name=cluster.cluster.name,
+        role=identities.ebs_csi_role,
+        key_arn=key.arn,
+        after=[cluster.system_pool],
+        opts=opts,
+    )
     Audit(
         f"{cfg.name}-audit",
         cfg,
@@ -91,6 +102,8 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         kubeconfig=cluster.kubeconfig,
         bucket_uris=buckets.uris,
         image_repositories=registry.urls,
+        # EKS 1.30+ ships no default StorageClass (infra/aws/block_storage.py): the shared layer declares this.
+        default_storage_class=block_storage.storage_class,
         cluster_endpoint=cluster.cluster.endpoint,
         registry=registry.host,
         key_ids={"environment": key.arn},
@@ -101,7 +114,8 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         spot_drain="aws-node-termination-handler (spot interruption notice, 2 minutes)",
         identity_egress=[POD_IDENTITY_AGENT],
         # The Kubernetes provider needs nodes for its charts and API access for whoever runs `up`.
-        depends_on=[cluster.system_pool, *cluster.access],
+        # The EBS CSI add-on too: the default StorageClass's volumes need its driver.
+        depends_on=[cluster.system_pool, *cluster.access, block_storage.addon],
     )
 
 

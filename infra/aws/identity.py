@@ -30,6 +30,11 @@ from infra.shape import (
 VIEW_BUDGET = "budgets:ViewBudget"
 
 
+# The EBS CSI controller's service account, created by the aws-ebs-csi-driver add-on
+# (docs.aws.amazon.com/eks/latest/userguide/csi-iam-role.html).
+EBS_CSI_SA = ServiceAccountRef("kube-system", "ebs-csi-controller-sa")
+
+
 def budget_arn(account_id: str, name: str) -> str:
     return f"arn:aws:budgets::{account_id}:budget/{name}"
 
@@ -128,6 +133,21 @@ class Identities(pulumi.ComponentResource):
             service_account=BUDGET_SERVICE_ACCOUNT,
             policy=budget_read_policy(account_id, budget_name(cfg.name)),
             key_policy=None,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The EBS CSI driver's controller (infra/aws/block_storage.py): create, attach and resize the volumes
+        # it tags, encrypted with the environment key. Not a workload identity either.
+        self.ebs_csi_role = PodRole(
+            f"{name}-ebs-csi",
+            cfg,
+            role_name=f"{cfg.name}-ebs-csi",
+            account_id=account_id,
+            cluster_name=cluster_name,
+            service_account=EBS_CSI_SA,
+            policy=documents.ebs_csi_driver_policy(cfg.stack, cfg.region, account_id),
+            key_policy=pulumi.Output.from_input(key_arn).apply(
+                lambda arn: json.dumps(documents.ebs_csi_key_policy(arn))
+            ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         # The account is passed, so the job makes no STS round trip to learn it.

@@ -100,6 +100,9 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         kubeconfig=cluster.kubeconfig,
         bucket_uris=storage.uris,
         image_repositories=registry.urls,
+        # AKS ships the Azure Disk CSI driver and a default StorageClass, `managed-csi` (StandardSSD_LRS),
+        # so PVCs without a class bind (learn.microsoft.com/azure/aks/azure-disk-csi): nothing to declare.
+        default_storage_class=None,
         cluster_endpoint=cluster.endpoint,
         registry=registry.host,
         key_ids={"environment": key.key.key_uri, "kubernetes_secrets": key.secrets_key.key_uri},

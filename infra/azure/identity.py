@@ -105,7 +105,10 @@ class Identities(pulumi.ComponentResource):
                     scope=roles.container_scope(
                         subscription, resource_group, storage.account_names[owner], container
                     ),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[storage.accounts[owner]]),
+                    # The scope is a string: without the container here the assignment could race its creation.
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[storage.accounts[owner], storage.blob_containers[a.target]]
+                    ),
                 )
             for pa in roles.prefix_assignments(identity):
                 owner, container = storage.containers[pa.target]
@@ -123,7 +126,9 @@ class Identities(pulumi.ComponentResource):
                     ),
                     condition=pa.condition,
                     condition_version="2.0",
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[storage.accounts[owner]]),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[storage.accounts[owner], storage.blob_containers[pa.target]]
+                    ),
                 )
             for a in roles.registry_assignments(identity):
                 azure.authorization.RoleAssignment(

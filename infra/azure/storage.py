@@ -97,6 +97,8 @@ class Storage(pulumi.ComponentResource):
     account_names: dict[str, str]
     # Bucket purpose -> (account key, container name).
     containers: dict[str, tuple[str, str]]
+    # Bucket purpose -> its BlobContainer: what a container-scoped role assignment waits for.
+    blob_containers: dict[str, azure.storage.BlobContainer]
     uris: dict[str, str]
 
     def __init__(
@@ -110,6 +112,7 @@ class Storage(pulumi.ComponentResource):
     ) -> None:
         super().__init__("eu-ml-platform:azure:Storage", name, None, opts)
         self.accounts, self.account_names = {}, {}
+        self.blob_containers = {}
         self.containers = {p: ("data" if p in DATA_BUCKETS else "logs", p) for p in BUCKETS}
         identity_id = key.encryption_identity.id
         for account in ("data", "logs"):
@@ -173,7 +176,7 @@ class Storage(pulumi.ComponentResource):
             for purpose, (owner, container) in self.containers.items():
                 if owner != account:
                     continue
-                azure.storage.BlobContainer(
+                self.blob_containers[purpose] = azure.storage.BlobContainer(
                     f"{name}-{purpose}",
                     account_name=account_name,
                     resource_group_name=resource_group,

@@ -88,6 +88,10 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         kubeconfig=cluster.kubeconfig,
         bucket_uris=buckets.uris,
         image_repositories=registry.urls,
+        # GKE ships a default StorageClass, `standard-rwo` (Compute Engine persistent disk CSI driver,
+        # pd-balanced), so PVCs without a class bind (cloud.google.com/kubernetes-engine/docs/how-to/
+        # persistent-volumes/gce-pd-csi-driver): nothing to declare.
+        default_storage_class=None,
         cluster_endpoint=cluster.cluster.endpoint.apply(lambda host: f"https://{host}"),
         registry=registry.host,
         key_ids={"environment": key.key_name},

@@ -133,12 +133,19 @@ KEDA = HelmChart(
 class ClusterAddons(pulumi.ComponentResource):
     releases: dict[str, k8s.helm.v3.Release]
 
-    def __init__(self, name: str, charts: Sequence[HelmChart], opts: pulumi.ResourceOptions) -> None:
+    def __init__(
+        self,
+        name: str,
+        charts: Sequence[HelmChart],
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        """`after`: what every release waits for (the default StorageClass the Prometheus server's PVC uses)."""
         super().__init__("eu-ml-platform:k8s:ClusterAddons", name, None, opts)
         self.releases = {}
         namespaces: dict[str, k8s.core.v1.Namespace] = {}
         for chart in charts:
-            depends: list[pulumi.Resource] = []
+            depends: list[pulumi.Resource] = list(after)
             if chart.namespace not in ("kube-system", "default"):
                 if chart.namespace not in namespaces:
                     namespaces[chart.namespace] = k8s.core.v1.Namespace(

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .core import Context, Resource, Rule, as_list, get, is_unknown, parse_json_document, types, undetermined
-from .encryption import wildcard_principals
+from .key_hygiene import wildcard_principals
 from .public_access import gcp_iam_type, gcp_members
 
 # Actions that only support Resource '*' (no resource-level permissions): '*' is the only option.

@@ -50,6 +50,12 @@ KEY_REFERENCES: dict[str, tuple[str, ...]] = {
         "securityProfile.azureKeyVaultKms.keyId",
         "diskEncryptionSetID",
     ),
+    # The CSI drivers' key parameters (encryption.py, `_CSI_KEY`): the volumes of the cluster's PVCs.
+    "kubernetes:storage.k8s.io/v1:StorageClass": (
+        "parameters.kmsKeyId",
+        "parameters.disk-encryption-kms-key",
+        "parameters.diskEncryptionSetID",
+    ),
 }
 # Keys the provider manages, whatever the account: never a customer-managed key.
 MANAGED_MARKERS = ("alias/aws/", "google-managed", "microsoft.storage")

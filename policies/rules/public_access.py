@@ -19,7 +19,8 @@ from .core import (
     types,
     undetermined,
 )
-from .encryption import S3_BUCKET, wildcard_principals
+from .encryption import S3_BUCKET
+from .key_hygiene import wildcard_principals
 
 PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})

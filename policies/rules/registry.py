@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from .core import Context, Resource, Rule, get, is_unknown, parse_json_document, types, undetermined
-from .encryption import wildcard_principals
+from .key_hygiene import wildcard_principals
 
 ECR = "aws:ecr/repository:Repository"
 AR = "gcp:artifactregistry/repository:Repository"

@@ -88,6 +88,7 @@ def add(type_: str, name: str, inputs: dict[str, Any]) -> Callable[[Plan], None]
 
 DELETE = object()
 DEP = "kubernetes:apps/v1:Deployment"
+STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 CONTAINER = "spec.template.spec.containers.0"
 WILDCARD = json.dumps(
     {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
@@ -109,6 +110,16 @@ MUTATIONS: list[tuple[str, str, Callable[[Plan], None]]] = [
     ("encryption-at-rest-cmk", "dev", put("aws:eks/cluster:Cluster", "encryptionConfig", DELETE)),
     ("encryption-at-rest-cmk", "gcp-dev", put("gcp:storage/bucket:Bucket", "encryption", DELETE)),
     ("encryption-at-rest-cmk", "azure-dev", put("azure-native:storage:StorageAccount", "encryption", DELETE)),
+    # The default StorageClass (EKS ships none): its PersistentVolumes under the environment key.
+    ("encryption-at-rest-cmk", "dev", put(STORAGE_CLASS, "parameters.kmsKeyId", DELETE)),
+    ("encryption-at-rest-cmk", "dev", put(STORAGE_CLASS, "parameters.encrypted", "false")),
+    ("encryption-at-rest-cmk", "dev", put(STORAGE_CLASS, "provisioner", "kubernetes.io/aws-ebs")),
+    ("cmk-key-reference", "dev", put(STORAGE_CLASS, "parameters.kmsKeyId", "alias/aws/ebs")),
+    (
+        "encryption-at-rest-cmk",
+        "azure-dev",
+        add(STORAGE_CLASS, "premium-disks", {"provisioner": "disk.csi.azure.com", "parameters": {}}),
+    ),
     (
         "s3-bucket-cmk-encryption",
         "dev",

@@ -19,7 +19,7 @@ from policy_mutators import EKS, S3, Case, Plan, _inputs
 
 from policies.analyze import plan_from_dict, to_resources
 from policies.rules import ALL_RULES, Context, evaluate
-from policies.rules.encryption import iso_days
+from policies.rules.key_hygiene import iso_days
 from policies.rules.location import normalize
 
 
