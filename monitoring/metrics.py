@@ -22,6 +22,7 @@ OWN = {
     "ml_quality_reference": "python -m monitoring evaluate (the promoted model's training test metrics)",
     "ml_inference_records_written_total": "serving python model (Triton custom metric)",
     "ml_inference_records_dropped_total": "serving python model (Triton custom metric): sink too slow",
+    "ml_inference_errors_total": "serving python model (Triton custom metric): error responses, label kind",
     "ml_training_last_progress_timestamp_seconds": "training job (pushed per logged step; label job_name)",
     "ml_training_step": "training job (the optimizer step of that stamp; label job_name)",
     "ml_budget_forecast_eur": "cost job (month-end forecast per stack)",

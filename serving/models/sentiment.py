@@ -17,6 +17,7 @@ classifier's model.onnx and this model runs it in-process (the same ONNX Runtime
 classifier, read from this config) instead of the BLS call: one python hop instead of two.
 """
 
+import contextlib
 import json
 import os
 import time
@@ -50,6 +51,7 @@ class TritonPythonModel:
         self.tokenizer.enable_truncation(max_length=self.max_length)
         self.pad_id = self._pad_id(tokenizer_dir)
         self.records = _records(args, [label.decode("utf-8") for label in self.labels])
+        self.errors = _Errors(args["model_name"], args["model_version"])
         self.session = None
         if params.get("topology", "bls") == "fused":
             graph = os.path.join(version_dir, "model.onnx")
@@ -128,6 +130,7 @@ class TritonPythonModel:
                 decoded = [self._decode(x, j) for j, x in enumerate(raw)]
             except ValueError as exc:
                 responses[i] = pb_utils.InferenceResponse(output_tensors=[], error=invalid_argument(str(exc)))
+                self.errors.count("invalid_input")
                 continue
             owners.append((i, len(texts), len(decoded)))
             texts.extend(decoded)
@@ -142,6 +145,7 @@ class TritonPythonModel:
                 responses[i] = pb_utils.InferenceResponse(
                     output_tensors=[], error=pb_utils.TritonError(str(exc))
                 )
+            self.errors.count("internal", len(owners))
             return responses
         shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
         probabilities = (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
@@ -161,6 +165,34 @@ class TritonPythonModel:
     def finalize(self):
         if self.records is not None:
             self.records.close()
+
+
+class _Errors:
+    """ml_inference_errors_total{model, version, kind}: the error responses this model returned.
+
+    Triton counts a python-backend response that carries an error as nv_inference_request_success
+    (nv_inference_request_failure stays 0), so this counter is what ServingErrorRateHigh reads.
+    kind="invalid_input": the client's text was refused; kind="internal": the model failed it.
+    """
+
+    KINDS = ("invalid_input", "internal")
+
+    def __init__(self, model, version):
+        # Keep the family referenced: Triton deletes a family's metrics when the family is collected.
+        self.family = pb_utils.MetricFamily(
+            name="ml_inference_errors_total",
+            description="error responses returned, by kind (invalid_input or internal)",
+            kind=pb_utils.MetricFamily.COUNTER,
+        )
+        # Created up front, so every kind reads 0 (not absent) until its first error.
+        self.metrics = {
+            kind: self.family.Metric(labels={"model": model, "version": str(version), "kind": kind})
+            for kind in self.KINDS
+        }
+
+    def count(self, kind, n=1):
+        with contextlib.suppress(Exception):  # monitoring never fails a request
+            self.metrics[kind].increment(n)
 
 
 class _Records:
