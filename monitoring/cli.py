@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--current", required=True, help="inference records: a prefix (date= partitions) or a .jsonl"
     )
-    d.add_argument("--out", required=True, type=Path)
+    d.add_argument(
+        "--out", required=True, help="report folder, or an object-storage prefix (s3://, gs://, abfs://)"
+    )
     d.add_argument("--bundle", type=Path, help="export bundle (needed when --reference is a manifest.json)")
     d.add_argument("--since", help="window start, ISO 8601 UTC (records with ts >= since)")
     d.add_argument("--until", help="window end, ISO 8601 UTC (records with ts < until)")
@@ -86,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _drift(args: argparse.Namespace) -> int:
-    from monitoring import drift, metrics, reference, windows
+    from monitoring import drift, metrics, outputs, reference, windows
     from monitoring.environment import MONITORING_PUSHGATEWAY_URL
 
     if args.reference.endswith("manifest.json") or args.reference.endswith(".manifest.json"):
@@ -104,14 +106,17 @@ def _drift(args: argparse.Namespace) -> int:
     result = drift.compute(
         ref, cur, threshold=threshold, reference_source=args.reference, current_source=args.current
     )
-    drift.write(result, args.out)
     rep = result.report
-    metrics.export(metrics.DRIFT_JOB, {"model": args.model},
-                   metrics.drift_gauges(args.model, rep["score"], rep["threshold"], rep["drift_detected"]),
-                   out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+    # The gauges are pushed before the report is uploaded: a bucket outage must not silence the alert.
+    with outputs.staged(args.out) as out_dir:
+        drift.write(result, out_dir)
+        metrics.export(metrics.DRIFT_JOB, {"model": args.model},
+                       metrics.drift_gauges(args.model, rep["score"], rep["threshold"], rep["drift_detected"]),
+                       out_dir=out_dir, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
     drifted = [k for k, v in rep["features"].items() if v["drifted"]]
     print(f"drift {'DETECTED' if rep['drift_detected'] else 'not detected'}: score {rep['score']} "
-          f"(threshold {rep['threshold']}), drifted: {', '.join(drifted) or 'none'}; {args.out / 'drift.html'}")  # fmt: skip
+          f"(threshold {rep['threshold']}), drifted: {', '.join(drifted) or 'none'}; "
+          f"{outputs.joined(args.out, 'drift.html')}")  # fmt: skip
     return 1 if args.fail_on_drift and rep["drift_detected"] else 0
 
 

@@ -34,11 +34,13 @@ def window(texts: list[str], bundle: Path, path: Path) -> Path:
     return path
 
 
-def run_drift(ref: Path | str, cur: Path | str, out: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_drift(
+    ref: Path | str, cur: Path | str, out: Path | str, *extra: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "monitoring", "drift", "--reference", str(ref), "--current", str(cur),
          "--out", str(out), *extra],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=cwd,
     )  # fmt: skip
 
 
@@ -115,3 +117,31 @@ def test_bad_input_is_a_clear_error_with_exit_2(reference_file: Path, manifest: 
     assert schema.returncode == 2 and "lack" in schema.stderr and "n_tokens" in schema.stderr
     no_bundle = run_drift(manifest, reference_file, out)
     assert no_bundle.returncode == 2 and "--bundle" in no_bundle.stderr
+
+
+def test_a_bucket_prefix_as_out_gets_the_report_and_nothing_is_written_locally(
+    s3_env: str, tiny_bundle: Path, reference_file: Path, tmp_path: Path
+) -> None:
+    """What the scheduled job does (infra passes its bucket's drift prefix), against a real S3 endpoint."""
+    import boto3
+
+    boto3.client("s3", region_name="eu-south-2").create_bucket(
+        Bucket="logs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+    )
+    cur = window(samples.shifted_texts(WINDOW, seed=0), tiny_bundle, tmp_path / "shifted.jsonl")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = run_drift(reference_file, cur, "s3://logs/drift/", cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "s3://logs/drift/drift.html" in done.stdout
+    assert list(cwd.iterdir()) == []  # was: a local folder named `s3:` under the working directory
+    s3 = boto3.client("s3", region_name="eu-south-2")
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="logs")["Contents"])
+    assert keys == ["drift/drift.html", "drift/drift.json", "drift/metrics.prom"]
+    report = json.loads(s3.get_object(Bucket="logs", Key="drift/drift.json")["Body"].read())
+    assert report["drift_detected"] is True
+    missing = run_drift(reference_file, cur, "s3://no-such-bucket/drift/", cwd=cwd)
+    assert (
+        missing.returncode == 2
+        and "could not write the report to s3://no-such-bucket/drift/" in missing.stderr
+    )
