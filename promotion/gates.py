@@ -203,8 +203,12 @@ def loadtest_errors(loadtest: dict[str, Any] | None, cfg: GateConfig) -> GateRes
         return GateResult(
             name, "fail", None, threshold, "no load test results: run `python -m serving loadtest --out FILE`"
         )
-    errors = sum(int(r.get("errors") or 0) for r in rows)
-    requests = sum(int(r.get("requests") or 0) for r in rows)
+    # A row without its counts is no evidence of zero errors (serving.loadtest always writes both).
+    counts = [(_number(r.get("errors")), _number(r.get("requests"))) for r in rows]
+    if any(e is None or n is None for e, n in counts):
+        return GateResult(name, "fail", None, threshold, "a load test row has no numeric errors/requests")
+    errors = int(sum(e for e, _ in counts if e is not None))
+    requests = int(sum(n for _, n in counts if n is not None))
     ok = errors <= threshold and requests > 0
     return GateResult(
         name,
@@ -302,6 +306,15 @@ def approval(
     name, threshold = "approval", "recorded approval by someone other than the requester"
     if not env.require_approval:
         return GateResult(name, "not_applicable", None, threshold, f"{env.name} needs no approval")
+    # Four eyes need to know both pairs: without the requester the check would pass for anyone.
+    if not (requested_by or "").strip():
+        return GateResult(
+            name,
+            "fail",
+            None,
+            threshold,
+            f"{env.name} requires an approval: pass --requested-by (who promotes)",
+        )
     if record is None:
         return GateResult(
             name, "fail", None, threshold, f"{env.name} requires an approval: pass --approval FILE"
@@ -314,7 +327,7 @@ def approval(
         problems.append(f"approval is for {record.get('environment')!r}, not {env.name!r}")
     if not record.get("approved_at"):
         problems.append("no approved_at time")
-    if requested_by and approver and approver == requested_by:
+    if approver and approver.casefold() == str(requested_by).strip().casefold():
         problems.append(f"{approver} cannot approve their own promotion")
     return GateResult(
         name,

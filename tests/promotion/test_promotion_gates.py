@@ -90,6 +90,12 @@ def test_loadtest_errors() -> None:
     for row in no_requests["results"]:
         row["requests"] = 0
     assert gates.loadtest_errors(no_requests, CFG.gates).status == "fail"
+    # A row without its counts is not zero errors; a count that is not a number is no count.
+    for field, value in (("errors", None), ("requests", None), ("errors", "0")):
+        partial = loadtest()
+        partial["results"][0].pop(field) if value is None else partial["results"][0].update({field: value})
+        result = gates.loadtest_errors(partial, CFG.gates)
+        assert result.status == "fail" and "no numeric errors/requests" in result.detail, (field, value)
 
 
 def test_policy_clean() -> None:
@@ -150,6 +156,11 @@ def test_approval() -> None:
     assert gates.approval(good, PROD, requested_by="bob").status == "fail"  # four eyes
     assert gates.approval(good | {"environment": "staging"}, PROD, requested_by="alice").status == "fail"
     assert gates.approval(good | {"approver": " "}, PROD, requested_by="alice").status == "fail"
+    # Four eyes without knowing who promotes is no check; names compare without case.
+    missing = gates.approval(good, PROD, requested_by=None)
+    assert missing.status == "fail" and "--requested-by" in missing.detail
+    assert gates.approval(good, PROD, requested_by=" ").status == "fail"
+    assert gates.approval(good, PROD, requested_by="Bob").status == "fail"
 
 
 def test_decide() -> None:
