@@ -118,6 +118,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
             dashboards=monitoring.dashboards(),
             image=training_image,
             schedule=cfg.monitoring.drift_schedule,
+            window=cfg.monitoring.drift_window,
             reference_url=monitoring.fsspec_url(buckets["models"], REFERENCE_PREFIX),
             current_url=monitoring.fsspec_url(buckets["logs"], INFERENCE_PREFIX),
             out_url=monitoring.fsspec_url(buckets["logs"], DRIFT_PREFIX),

@@ -1,6 +1,6 @@
 """Command line of the monitoring jobs (exit 0 done, 1 drift detected with --fail-on-drift, 2 bad input).
 
-python -m monitoring drift --reference REF --current CUR --out DIR [--since ISO] [--until ISO]
+python -m monitoring drift --reference REF --current CUR --out DIR [--since ISO | --window 24h] [--until ISO]
     REF: reference records (.jsonl file or prefix), or a training manifest.json (then --bundle too)
     CUR: the records prefix (local, s3://, gs://, az://) or a .jsonl file; writes DIR/drift.json,
     DIR/drift.html and DIR/metrics.prom; pushes the gauges when MONITORING_PUSHGATEWAY_URL is set
@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         "--out", required=True, help="report folder, or an object-storage prefix (s3://, gs://, abfs://)"
     )
     d.add_argument("--bundle", type=Path, help="export bundle (needed when --reference is a manifest.json)")
-    d.add_argument("--since", help="window start, ISO 8601 UTC (records with ts >= since)")
+    d.add_argument("--since", help="window start, ISO 8601 (records with ts >= since; no offset = UTC)")
+    d.add_argument("--window", help="the window ending now, e.g. 24h, 90m, 7d (instead of --since)")
     d.add_argument("--until", help="window end, ISO 8601 UTC (records with ts < until)")
     d.add_argument("--threshold", type=float, default=None, help="share of drifted features that is drift")
     d.add_argument("--model", default="sentiment", help="model label of the pushed gauges")
@@ -101,7 +102,10 @@ def _drift(args: argparse.Namespace) -> int:
         ref = pd.DataFrame(reference.build(args.reference, args.bundle, encoding=args.data_encoding))
     else:
         ref = windows.load(args.reference)
-    cur = windows.load(args.current, since=args.since, until=args.until)
+    if args.window and args.since:
+        raise InputError("give --window (the window ending now) or --since, not both")
+    since = windows.window_start(args.window) if args.window else args.since
+    cur = windows.load(args.current, since=since, until=args.until)
     threshold = drift.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     result = drift.compute(
         ref, cur, threshold=threshold, reference_source=args.reference, current_source=args.current

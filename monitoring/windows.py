@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from monitoring.errors import InputError
@@ -11,7 +12,37 @@ from monitoring.records import DESCRIPTORS, EMBEDDING
 REQUIRED = ("prediction", "probability", *DESCRIPTORS, *EMBEDDING)
 
 
-def _files(url: str) -> list[str]:
+_PARTITION = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/")
+_DURATION = re.compile(r"^(\d+)([mhd])$")
+TIME_FORMAT = "ISO 8601, e.g. 2026-12-03T10:00:00Z (a time without an offset is UTC)"
+
+
+def parse_time(value: str, flag: str) -> Any:
+    """An ISO 8601 time as a UTC pandas Timestamp; a bad value is an InputError naming the flag."""
+    import pandas as pd
+
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        stamp = pd.NaT
+    if pd.isna(stamp) or not re.match(r"^\d{4}-\d{2}-\d{2}", value.strip()):
+        raise InputError(f"{flag} {value!r} is not a time: use {TIME_FORMAT}")
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def window_start(window: str, now: Any = None) -> str:
+    """--window 24h|90m|7d: the ISO start of the window ending now (the scheduled job's --since)."""
+    import pandas as pd
+
+    m = _DURATION.match(window.strip())
+    if not m or int(m.group(1)) == 0:
+        raise InputError(f"--window {window!r}: use a duration such as 90m, 24h or 7d")
+    unit = {"m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
+    end = pd.Timestamp.now(tz="UTC") if now is None else now
+    return str((end - pd.Timedelta(**{unit: int(m.group(1))})).isoformat())
+
+
+def _files(url: str, since: Any = None) -> list[str]:
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(url)
@@ -20,16 +51,26 @@ def _files(url: str) -> list[str]:
             f"{url} does not exist: give a records file (.jsonl) or the prefix the records go to"
         )
     files = [path] if fs.isfile(path) else sorted(p for p in fs.find(path) if p.endswith(".jsonl"))
+    if since is not None:
+        # A record is written at or after its ts, so a date= partition older than the window's first day holds
+        # no record of it: the scheduled job reads its window, not the whole history.
+        first_day = since.date().isoformat()
+        files = [f for f in files if (m := _PARTITION.search(f)) is None or m.group(1) >= first_day]
     return [fs.unstrip_protocol(p) for p in files]
 
 
 def load(url: str, *, since: str | None = None, until: str | None = None) -> Any:
-    """All records under `url` with since <= ts < until (ISO 8601 UTC strings; either may be None)."""
+    """All records under `url` with since <= ts < until (ISO 8601 times, compared in UTC; either may be None)."""
     import fsspec
     import pandas as pd
 
+    start = parse_time(since, "--since") if since else None
+    end = parse_time(until, "--until") if until else None
+    if start is not None and end is not None and start >= end:
+        raise InputError(f"--since {since} is not before --until {until}: an empty window")
+
     rows: list[dict[str, Any]] = []
-    for file in _files(url):
+    for file in _files(url, start):
         with fsspec.open(file, "r", encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
@@ -49,9 +90,14 @@ def load(url: str, *, since: str | None = None, until: str | None = None) -> Any
             f"{url}: records lack {', '.join(missing)}: not inference records of this version "
             f"(expected the fields of monitoring/records.py RECORD_FIELDS)"
         )
-    if "ts" in frame.columns and (since or until):
-        ts = frame["ts"].astype(str)
-        keep = (ts >= since if since else True) & (ts < until if until else True)
+    if "ts" in frame.columns and (start is not None or end is not None):
+        # As instants, not strings: '...10:00:00.123+00:00' vs '...10:00:00Z', or another offset, compare right.
+        ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce", format="ISO8601")
+        if ts.isna().any():
+            raise InputError(
+                f"{url}: {int(ts.isna().sum())} record(s) have no ISO 8601 ts: records are not of this version"
+            )
+        keep = (ts >= start if start is not None else True) & (ts < end if end is not None else True)
         frame = frame[keep]
         if frame.empty:
             raise InputError(

@@ -175,6 +175,11 @@ class MonitoringConfig(_Model):
     raw_retention_days: int = Field(default=30, ge=1, le=90, description="1..90 days")
     # When the drift job runs (UTC): daily at 03:00 by default.
     drift_schedule: str = Field(default="0 3 * * *", pattern=CRON, description="a cron schedule")
+    # The records each run judges: those of this long before the run (`--window`), not the whole history. The
+    # schedule's interval, so consecutive runs cover every record once: daily -> 24h.
+    drift_window: str = Field(
+        default="24h", pattern=r"^[1-9]\d*[mhd]$", description="a duration such as 90m, 24h or 7d"
+    )
     # Warnings go to these addresses (default: budget.alertEmails), from `emailFrom` through `smarthost`.
     alert_emails: tuple[Email, ...] = Field(default=(), description="a list of e-mail addresses")
     email_from: Email = Field(default="alertmanager@example.com", description="an e-mail address")

@@ -45,6 +45,8 @@ class MonitoringArgs:
     # The drift CronJob: the training image, its schedule and the three fsspec URLs it reads and writes.
     image: pulumi.Input[str]
     schedule: str
+    # `--window` of each run (python -m monitoring drift): the records of that long before the run.
+    window: str
     reference_url: pulumi.Input[str]
     current_url: pulumi.Input[str]
     out_url: pulumi.Input[str]
@@ -215,6 +217,8 @@ class MonitoringStack(pulumi.ComponentResource):
                     pulumi.Output.concat(args.current_url, "/"),
                     "--out",
                     pulumi.Output.concat(args.out_url, "/"),
+                    "--window",
+                    args.window,
                 ],  # fmt: skip
                 image=args.image,
                 schedule=args.schedule,

@@ -148,6 +148,7 @@ def test_drift_cronjob_reads_the_records_and_writes_its_report(plans: dict[str, 
         "--reference", f"{MODELS[stack]}/reference/",
         "--current", f"{LOGS[stack]}/inference/",
         "--out", f"{LOGS[stack]}/drift/",
+        "--window", "24h",  # each daily run judges its day, not the whole history
     ]  # fmt: skip
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["MONITORING_PUSHGATEWAY_URL"] == "http://prometheus-prometheus-pushgateway.monitoring.svc:9091"
@@ -190,11 +191,13 @@ MONITORING_BOUNDS = [
     ("rawSampleRate", 0.1, "0..0.05"),
     ("rawRetentionDays", 120, "1..90"),
     ("driftSchedule", "every day", "cron"),
+    ("driftWindow", "1 day", "24h"),
+    ("driftWindow", "0h", "24h"),
     ("smarthost", "smtp.example.com", "host:port"),
 ]
 
 
-@pytest.mark.parametrize(("key", "value", "words"), MONITORING_BOUNDS, ids=[b[0] for b in MONITORING_BOUNDS])
+@pytest.mark.parametrize(("key", "value", "words"), MONITORING_BOUNDS, ids=[f"{b[0]}={b[1]}" for b in MONITORING_BOUNDS])
 def test_monitoring_config_refuses_out_of_range_values(key: str, value: Any, words: str) -> None:
     from test_infra_config import raw
 
