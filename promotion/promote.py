@@ -159,12 +159,29 @@ def promote(
         local_run=local_run,
         requested_by=requested_by,
     )
-    if record["decision"] == "promote" and record["deployable"]:
-        if deployer is None:
-            raise PromotionError(
-                f"{environment}: a deployable promotion needs the deploy and smoke steps "
-                "(--deploy-command and --smoke-command): the alias moves only after a successful deploy"
-            )
+    if record["decision"] == "promote" and record["deployable"] and deployer is None:
+        raise PromotionError(
+            f"{environment}: a deployable promotion needs the deploy and smoke steps "
+            "(--deploy-command and --smoke-command): the alias moves only after a successful deploy"
+        )
+    if record["decision"] == "promote":
+        # The version is registered (no alias yet) before anything is deployed: a registry that does not answer
+        # stops the promotion (RegistryError, exit 2) while nothing live has changed, never after `up`.
+        version = registry.register(
+            store.model,
+            source=evidence.bundle_uri,
+            tags={
+                "record_id": record["record_id"],
+                "dataset_manifest_sha256": str(record["lineage"]["dataset_manifest_sha256"]),
+                "code_revision": record["lineage"]["code_revision"],
+                "serving_image": str(record["lineage"]["serving_image"]),
+                **{f"test_{k}": str(v) for k, v in (record["lineage"]["metrics"]["test"] or {}).items()},
+            },
+            description=f"promoted to {environment} by record {record['record_id']}",
+        )
+        record["model"].update({"version": version, "alias": environment})
+        validate_record(record)
+    if record["decision"] == "promote" and record["deployable"] and deployer is not None:
         image = str(record["lineage"]["serving_image"])
         current = store.champion(environment)
         try:
@@ -180,28 +197,30 @@ def promote(
                 store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
         except DeployError as exc:
             previous = current[0].serving_image if current else None
-            deployer.rollback(previous)
+            try:
+                deployer.rollback(previous)
+                status, reason = (
+                    "rolled_back",
+                    f"deploy failed, rolled back to {previous or 'nothing'}: {exc}",
+                )
+            except DeployError as again:  # the same outage often fails both: the record keeps both messages
+                status = "rollback_failed"
+                reason = (
+                    f"deploy failed: {exc}; the rollback to {previous or 'nothing'} failed too: {again}. The "
+                    "environment's state is unknown: deploy the previous image by hand (`pulumi up`)"
+                )
             record.update(decision="deploy_failed", deployable=False)
-            record["reasons"].insert(0, f"deploy failed, rolled back to {previous or 'nothing'}: {exc}")
-            record["deployment"] = {"status": "rolled_back", "image": image, "restored": previous}
+            record["reasons"].insert(0, reason)
+            # The registered version keeps no alias: the champion is unchanged.
+            record["model"]["alias"] = None
+            record["deployment"] = {
+                "status": status,
+                "image": image,
+                "restored": previous if status == "rolled_back" else None,
+            }
             validate_record(record)
             uri = store.write_record(record, render_markdown(record))
             return Outcome(record, uri, None)
-    if record["decision"] == "promote":
-        version = registry.register(
-            store.model,
-            source=evidence.bundle_uri,
-            tags={
-                "record_id": record["record_id"],
-                "dataset_manifest_sha256": str(record["lineage"]["dataset_manifest_sha256"]),
-                "code_revision": record["lineage"]["code_revision"],
-                "serving_image": str(record["lineage"]["serving_image"]),
-                **{f"test_{k}": str(v) for k, v in (record["lineage"]["metrics"]["test"] or {}).items()},
-            },
-            description=f"promoted to {environment} by record {record['record_id']}",
-        )
-        record["model"].update({"version": version, "alias": environment})
-        validate_record(record)
     uri = store.write_record(record, render_markdown(record))
     if record["decision"] != "promote":
         return Outcome(record, uri, None)

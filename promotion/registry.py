@@ -10,9 +10,11 @@ unless MLFLOW_ALLOW_FILE_STORE=true.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +71,30 @@ class Registry:
 
     def register(self, name: str, *, source: str, tags: dict[str, str], description: str) -> str:
         """A new version of `name` whose files are at `source`; returns the version number as a string."""
-        self._ensure_model(name)
-        version = self._client.create_model_version(name, source=source, tags=tags, description=description)
+        with self._reachable("register a version of " + name):
+            self._ensure_model(name)
+            version = self._client.create_model_version(
+                name, source=source, tags=tags, description=description
+            )
         return str(version.version)
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
-        self._client.set_registered_model_alias(name, alias, version)
+        with self._reachable(f"point {name}@{alias} at version {version}"):
+            self._client.set_registered_model_alias(name, alias, version)
+
+    @contextlib.contextmanager
+    def _reachable(self, what: str) -> Iterator[None]:
+        """MLflow's errors (an unreachable server, a refused call) as RegistryError: exit 2, never a traceback."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            yield
+        except (MlflowException, OSError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise RegistryError(
+                f"model registry {self.uri} could not {what}: {first}. Check MLFLOW_TRACKING_URI / "
+                "--registry-uri and that the server answers, then rerun"
+            ) from exc
 
     def alias_version(self, name: str, alias: str) -> str | None:
         from mlflow.exceptions import MlflowException

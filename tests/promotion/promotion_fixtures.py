@@ -148,9 +148,12 @@ class RecordingDeployer:
     """Stands in for `pulumi up` + the live smoke check; records the order of the calls."""
 
     def __init__(
-        self, fail: str | None = None, calls: list[str] | None = None, live_loadtest: Path | None = None
+        self,
+        fail: str | tuple[str, ...] | None = None,
+        calls: list[str] | None = None,
+        live_loadtest: Path | None = None,
     ) -> None:
-        self.fail = fail
+        self.fail = (fail,) if isinstance(fail, str) else tuple(fail or ())
         self.calls = calls if calls is not None else []
         self.live_loadtest = live_loadtest
         """The load test the smoke check 'ran' against the live endpoint."""
@@ -159,7 +162,7 @@ class RecordingDeployer:
         from promotion.deploy import DeployError
 
         self.calls.append(f"{step} {image}")
-        if step == self.fail:
+        if step in self.fail:
             raise DeployError(f"{step} failed (test)")
 
     def up(self, image: str) -> None:
