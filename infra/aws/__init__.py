@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from infra.aws import documents
+from infra.aws import cluster_documents
 from infra.aws.alarms import api_error_alarm
 from infra.aws.audit import Audit, trail_arn
 from infra.aws.block_storage import BlockStorage
@@ -72,7 +72,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         account_id=account_id,
         cluster_name=cluster.cluster.name,
         service_account=CLUSTER_AUTOSCALER_SA,
-        policy=documents.cluster_autoscaler_policy(cluster_name, cfg.region, account_id),
+        policy=cluster_documents.cluster_autoscaler_policy(cluster_name, cfg.region, account_id),
         key_policy=None,
         opts=bindings,
     )

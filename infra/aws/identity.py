@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_aws as aws
 
-from infra.aws import documents
+from infra.aws import cluster_documents, documents
 from infra.config import PlatformConfig
 from infra.naming import tags
 from infra.shape import (
@@ -144,9 +144,9 @@ class Identities(pulumi.ComponentResource):
             account_id=account_id,
             cluster_name=cluster_name,
             service_account=EBS_CSI_SA,
-            policy=documents.ebs_csi_driver_policy(cfg.stack, cfg.region, account_id),
+            policy=cluster_documents.ebs_csi_driver_policy(cfg.stack, cfg.region, account_id),
             key_policy=pulumi.Output.from_input(key_arn).apply(
-                lambda arn: json.dumps(documents.ebs_csi_key_policy(arn))
+                lambda arn: json.dumps(cluster_documents.ebs_csi_key_policy(arn))
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -13,7 +13,7 @@ import pytest
 from infra_fixtures import STACKS, Plan, aws_iam_definition
 
 from infra import plan as planner
-from infra.aws import documents
+from infra.aws import cluster_documents, documents
 
 # Literals, not imports: the plan's values are checked against the documented names.
 EBS_CSI_ADDON = (
@@ -100,7 +100,7 @@ def test_ebs_csi_policy_is_scoped_and_every_action_exists(plans: dict[str, Plan]
     assert sorted(json.dumps(s["Condition"]) for s in nodes) == sorted(
         json.dumps({"StringEquals": {key: value}})
         for key, value in (
-            (f"aws:ResourceTag/{documents.NODE_STACK_TAG}", cfg.stack),
+            (f"aws:ResourceTag/{cluster_documents.NODE_STACK_TAG}", cfg.stack),
             ("aws:ResourceTag/ebs.csi.aws.com/cluster", "true"),
         )
     )
@@ -109,7 +109,7 @@ def test_ebs_csi_policy_is_scoped_and_every_action_exists(plans: dict[str, Plan]
     assert templates
     for lt in templates:
         (instance,) = [t for t in lt["inputs"]["tagSpecifications"] if t["resourceType"] == "instance"]
-        assert instance["tags"][documents.NODE_STACK_TAG] == cfg.stack, lt["name"]
+        assert instance["tags"][cluster_documents.NODE_STACK_TAG] == cfg.stack, lt["name"]
 
 
 def test_describe_actions_take_no_resource_per_aws_definitions() -> None:
@@ -122,7 +122,7 @@ def test_describe_actions_take_no_resource_per_aws_definitions() -> None:
 
 def test_ebs_csi_key_policy_names_one_key_and_grants_only_to_aws_resources() -> None:
     key = "arn:aws:kms:eu-south-2:111122223333:key/abc"
-    doc = documents.ebs_csi_key_policy(key)
+    doc = cluster_documents.ebs_csi_key_policy(key)
     kms = botocore.session.get_session().get_service_model("kms")
     for s in doc["Statement"]:
         assert s["Resource"] == [key]
@@ -137,7 +137,7 @@ def test_the_ebs_csi_key_policy_is_attached_to_the_driver_role(updates: dict[str
         p.named("mlp-dev-identities-ebs-csi-key", "aws:iam/rolePolicy:RolePolicy")["inputs"]["policy"]
     )
     key = p["outputs"]["key_ids"]["environment"]
-    assert policy == documents.ebs_csi_key_policy(key)
+    assert policy == cluster_documents.ebs_csi_key_policy(key)
 
 
 @pytest.mark.parametrize("stack", AWS)

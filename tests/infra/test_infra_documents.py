@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from infra.aws import documents
+from infra.aws import cluster_documents, documents
 from infra.azure import roles as azure_roles
 from infra.gcp import roles as gcp_roles
 from infra.k8s import autoscaling
@@ -130,7 +130,7 @@ def test_ci_deployer_pushes_images_and_touches_no_data_or_key() -> None:
 def test_no_star_action_and_star_resource_only_where_aws_allows_nothing_else(identity: str) -> None:
     docs = [
         documents.identity_policy(identity, NAMES, REPOS),
-        documents.cluster_autoscaler_policy("mlp-dev", "eu-south-2", "1"),
+        cluster_documents.cluster_autoscaler_policy("mlp-dev", "eu-south-2", "1"),
     ]
     for doc in docs:
         for s in allowed(doc):

@@ -197,7 +197,9 @@ MONITORING_BOUNDS = [
 ]
 
 
-@pytest.mark.parametrize(("key", "value", "words"), MONITORING_BOUNDS, ids=[f"{b[0]}={b[1]}" for b in MONITORING_BOUNDS])
+@pytest.mark.parametrize(
+    ("key", "value", "words"), MONITORING_BOUNDS, ids=[f"{b[0]}={b[1]}" for b in MONITORING_BOUNDS]
+)
 def test_monitoring_config_refuses_out_of_range_values(key: str, value: Any, words: str) -> None:
     from test_infra_config import raw
 
