@@ -126,19 +126,19 @@ def test_a_bucket_prefix_as_out_gets_the_report_and_nothing_is_written_locally(
     import boto3
 
     boto3.client("s3", region_name="eu-south-2").create_bucket(
-        Bucket="logs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+        Bucket="drift-reports", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
     )
     cur = window(samples.shifted_texts(WINDOW, seed=0), tiny_bundle, tmp_path / "shifted.jsonl")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    done = run_drift(reference_file, cur, "s3://logs/drift/", cwd=cwd)
+    done = run_drift(reference_file, cur, "s3://drift-reports/drift/", cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "s3://logs/drift/drift.html" in done.stdout
+    assert "s3://drift-reports/drift/drift.html" in done.stdout
     assert list(cwd.iterdir()) == []  # was: a local folder named `s3:` under the working directory
     s3 = boto3.client("s3", region_name="eu-south-2")
-    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="logs")["Contents"])
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="drift-reports")["Contents"])
     assert keys == ["drift/drift.html", "drift/drift.json", "drift/metrics.prom"]
-    report = json.loads(s3.get_object(Bucket="logs", Key="drift/drift.json")["Body"].read())
+    report = json.loads(s3.get_object(Bucket="drift-reports", Key="drift/drift.json")["Body"].read())
     assert report["drift_detected"] is True
     missing = run_drift(reference_file, cur, "s3://no-such-bucket/drift/", cwd=cwd)
     assert (
