@@ -95,10 +95,7 @@ TUNE_WORKER = "pipeline"
 
 
 def train(args: argparse.Namespace) -> int:
-    # As `python -m training` does: until the loop takes over, SIGTERM exits 75 (Argo retries 75), never 143.
-    from training.preemption import install_early_exit
-
-    install_early_exit()
+    # SIGTERM before the loop takes over exits 75 (Argo retries 75): pipeline/__main__.py installs that first.
     from training.cli import main as training_main
 
     if args.mode == "tune":

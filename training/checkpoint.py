@@ -175,13 +175,26 @@ def verify(
     return manifest, files
 
 
-def latest(store: Store, prefix: str = STEP_PREFIX, wanted: list[str] | None = None) -> Loaded | None:
-    """The newest complete, uncorrupted checkpoint (falling back to older ones)."""
+def latest(
+    store: Store, prefix: str = STEP_PREFIX, wanted: list[str] | None = None, required: tuple[str, ...] = ()
+) -> Loaded | None:
+    """The newest complete, uncorrupted checkpoint that lists every `required` file (falling back to older ones)."""
     for name in reversed(store.dirs(prefix)):
         found = verify(store, name, wanted)
-        if found is not None:
-            manifest, files = found
-            return Loaded(name=name, step=int(name[len(prefix) :]), files=files, manifest=manifest)
+        if found is None:
+            continue
+        manifest, files = found
+        missing = [f for f in required if f not in files]
+        if missing:
+            log.error(
+                "checkpoint %s/%s lists no %s (only %s): it cannot be resumed; skipping it (delete it to silence this)",
+                store.uri,
+                name,
+                " or ".join(missing),
+                ", ".join(sorted(files)) or "nothing",
+            )
+            continue
+        return Loaded(name=name, step=int(name[len(prefix) :]), files=files, manifest=manifest)
     return None
 
 

@@ -98,23 +98,7 @@ REQUIRED_FILES = ("state.pt", "trainer.json")
 
 def latest_resumable(store: ckpt.Store) -> ckpt.Loaded | None:
     """The newest complete checkpoint that holds REQUIRED_FILES; one whose manifest lacks them is skipped."""
-    for name in reversed(store.dirs(ckpt.STEP_PREFIX)):
-        found = ckpt.verify(store, name)
-        if found is None:
-            continue
-        manifest, files = found
-        missing = [f for f in REQUIRED_FILES if f not in files]
-        if missing:
-            log.error(
-                "checkpoint %s/%s lists no %s (only %s): it cannot be resumed; skipping it (delete it to silence this)",
-                store.uri,
-                name,
-                " or ".join(missing),
-                ", ".join(sorted(files)) or "nothing",
-            )
-            continue
-        return ckpt.Loaded(name=name, step=int(name[len(ckpt.STEP_PREFIX) :]), files=files, manifest=manifest)
-    return None
+    return ckpt.latest(store, required=REQUIRED_FILES)
 
 
 def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | None) -> ckpt.Loaded | None:

