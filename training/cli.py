@@ -127,6 +127,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command != "env":  # the listing is how a user finds the fix
+            from training.environment import validate
+
+            validate()
         return int(args.func(args) or 0)
     except TrainingError as exc:
         print(f"error: {exc}", file=sys.stderr)

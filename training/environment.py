@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from training.errors import EnvironmentVariableError
+
 T = TypeVar("T", str, int, float, bool)
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -42,8 +44,9 @@ class EnvironmentVariable(Generic[T]):
                 return low in _TRUE  # type: ignore[return-value]
             return self.type(raw)
         except ValueError:
-            raise ValueError(
-                f"environment variable {self.name}={raw!r} is not a valid {self.type.__name__}: {self.doc}"
+            raise EnvironmentVariableError(
+                self.name,
+                f"{raw!r} is not a valid {self.type.__name__} (unset it for the default): {self.doc}",
             ) from None
 
 
@@ -203,6 +206,21 @@ AWS_ENDPOINT_URL_S3 = _declare(
     "S3 endpoint override (MinIO, moto, a VPC endpoint); read by boto/s3fs.",
     external=True,
 )
+
+
+def validate() -> None:
+    """Read every declared variable now: a bad value fails the command at start (exit 2), not at the first
+    storage retry or interruption poll hours into a run, where it would end a healthy run."""
+    problems = []
+    for var in ENVIRONMENT_VARIABLES:
+        try:
+            var.get()
+        except EnvironmentVariableError as exc:
+            problems.append(exc)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise EnvironmentVariableError(", ".join(p.name for p in problems), "; ".join(map(str, problems)))
 
 
 def describe() -> list[dict[str, object]]:

@@ -30,6 +30,15 @@ class ConfigError(TrainingError, ValueError):
         super().__init__(f"config {field}: {message}")
 
 
+class EnvironmentVariableError(TrainingError, ValueError):
+    """An environment variable of the container contract (training/environment.py) has a bad value: exit 2,
+    as a bad config is; a retried pod would read the same value."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(f"environment variable {name}: {message}")
+
+
 class DataError(TrainingError):
     """The dataset cannot be used as given (missing columns, one label only, empty file...)."""
 

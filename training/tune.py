@@ -17,7 +17,8 @@
   is also cut where the remaining budget runs out.
 - Preemption: SIGTERM ends the running trial with a checkpoint and the command exits 75. The trial stays
   RUNNING in the study storage, tagged with this worker's id; the rerun (same ``--worker``) resumes that
-  same trial (same number, same parameters, from its checkpoint) before asking for a new one.
+  same trial (same number, same parameters, from its checkpoint) before asking for a new one. The same
+  holds for exit 69 (object storage down after the retries): the store failed, not the trial.
 - Concurrency: workers share the storage (SQLite locally, an RDB URL on the cluster); Optuna hands each
   ``ask()`` a new trial number inside a storage transaction, so two workers never run the same trial.
 
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError
+from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError, StorageUnavailable
 
 log = logging.getLogger("training.tune")
 
@@ -236,6 +237,11 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     )
     try:
         rc = train(config, out, hooks)
+    except StorageUnavailable:
+        # The store is down, not the trial (exit 69, its checkpoint kept locally): left RUNNING, as a preempted
+        # trial is, so this worker's rerun resumes it instead of starting a new one and counting a failure.
+        trial.set_user_attr(ELAPSED, round(elapsed_before + time.monotonic() - start, 3))
+        raise
     except Exception:
         # A crash or bad input is not resumable: FAIL it, or every rerun would resume the same crash.
         trial.set_user_attr(ELAPSED, round(elapsed_before + time.monotonic() - start, 3))

@@ -38,7 +38,7 @@ def test_typed_values_and_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env.TRAINING_PG_TIMEOUT_S.get() == 30.0
     assert env.TRAINING_MLFLOW.get() is False
     monkeypatch.setenv("TRAINING_NODES", "two")
-    with pytest.raises(ValueError, match="TRAINING_NODES='two' is not a valid int"):
+    with pytest.raises(ValueError, match="TRAINING_NODES: 'two' is not a valid int"):
         env.TRAINING_NODES.get()
     monkeypatch.delenv("TRAINING_NODES")
     assert env.TRAINING_NODES.get() is None
@@ -50,3 +50,37 @@ def test_env_command_lists_the_contract(capsys: pytest.CaptureFixture[str]) -> N
     names = [r["name"] for r in rows]
     assert "TRAINING_CHECKPOINT_URI" in names and "TRAINING_INTERRUPTION_PROVIDER" in names
     assert all(r["doc"] for r in rows)
+
+
+def test_a_bad_value_fails_the_command_at_start_with_exit_2(tmp_path: Path) -> None:
+    """TRAINING_STORAGE_RETRY_S is read only when a store call fails: checked late, a typo would turn the first
+    storage blip of a long run into a crash. Every declared variable is read before the command runs."""
+    import os
+    import subprocess
+    import sys
+
+    environ = {**os.environ, "TRAINING_STORAGE_RETRY_S": "5m", "TRAINING_MLFLOW": "maybe"}
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "training", "train", "--preset", "smoke", "--output", str(out)],
+        cwd=PACKAGE.parent,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "TRAINING_STORAGE_RETRY_S: '5m' is not a valid float" in proc.stderr
+    assert "TRAINING_MLFLOW: 'maybe' is not a valid bool" in proc.stderr
+    assert not out.exists()  # nothing started
+    listing = subprocess.run(
+        [sys.executable, "-m", "training", "env"],
+        cwd=PACKAGE.parent,
+        env=environ,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        listing.returncode == 0 and "TRAINING_STORAGE_RETRY_S" in listing.stdout
+    )  # how the user finds the fix
