@@ -48,7 +48,15 @@ def _setup_logging(rank: int) -> None:
 def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
     """Train; returns 0 when done, 75 when preempted after saving a checkpoint. Raises TrainingError on bad input."""
     wall_start = time.monotonic()
-    dist = distributed.init(config.device)
+    try:
+        dist = distributed.init(config.device)
+    except Exception as exc:
+        # A peer reclaimed between the rendezvous and the process group's own barrier (or its host gone): the
+        # same "reschedule me" as a peer lost mid-run, not a crash that would fail the Job for good.
+        if not distributed.is_lost_peer(exc):
+            raise
+        _setup_logging(env.RANK.get() or 0)
+        return _lost_peer(exc)
     _setup_logging(dist.rank)
     try:
         return _run(config, output, dist, wall_start, hooks or Hooks())
@@ -63,15 +71,19 @@ def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
     except Exception as exc:
         if not (dist.initialized and distributed.is_lost_peer(exc)):
             raise
-        log.error(
-            "a peer or the rendezvous store was lost (%s): exiting %d so the job reschedules",
-            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-            EXIT_PREEMPTED,
-        )
-        return EXIT_PREEMPTED
+        return _lost_peer(exc)
     finally:
         with contextlib.suppress(Exception):
             dist.close()
+
+
+def _lost_peer(exc: BaseException) -> int:
+    log.error(
+        "a peer or the rendezvous store was lost (%s): exiting %d so the job reschedules",
+        str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        EXIT_PREEMPTED,
+    )
+    return EXIT_PREEMPTED
 
 
 def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: float, hooks: Hooks) -> int:

@@ -129,6 +129,26 @@ def test_losing_a_pod_ends_every_surviving_pod_in_75(tmp_path: Path, victim: int
     assert "exiting 75" in log or "pod exits 75" in log, log[-4000:]
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("rank", [0, 1], ids=["peer-never-joins", "store-host-gone"])
+def test_a_peer_lost_before_the_process_group_forms_exits_75(tmp_path: Path, rank: int) -> None:
+    """Between torchrun's rendezvous and init_process_group's own barrier a spot node can go: rank 0 then waits
+    for a client that never comes, the others for a store host that is gone. Exit 1 here failed the Job."""
+    env = _env(
+        RANK=str(rank),
+        LOCAL_RANK="0",
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),  # nothing listens there: the peer (or the store host) is gone
+        TRAINING_PG_TIMEOUT_S="3",
+    )
+    cmd = [*TRAIN, "--output", str(tmp_path / "run"), "export=false", "mlflow=false"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == EXIT_PREEMPTED, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "exiting 75 so the job reschedules" in proc.stderr
+
+
 # --------------------------------------------------------------------------- the object store goes away
 
 
