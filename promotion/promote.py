@@ -224,19 +224,32 @@ def promote(
     uri = store.write_record(record, render_markdown(record))
     if record["decision"] != "promote":
         return Outcome(record, uri, None)
-    # Order matters for a crash in between: the record exists before the alias moves,
-    # and the history is appended last, so a rerun sees a consistent champion.
-    registry.set_alias(store.model, environment, record["model"]["version"])
-    store.append_event(
-        environment,
-        {
-            "action": "promote",
-            "version": record["model"]["version"],
-            "record_id": record["record_id"],
-            "serving_image": record["lineage"]["serving_image"],
-            "at": record["created"],
-        },
-    )
+    version = record["model"]["version"]
+    event = {
+        "action": "promote",
+        "version": version,
+        "record_id": record["record_id"],
+        "serving_image": record["lineage"]["serving_image"],
+        "at": record["created"],
+    }
+    if (record.get("deployment") or {}).get("status") != "deployed":
+        # Nothing live has changed: the record exists before the alias moves and the history is appended
+        # last, so a crash or a registry error in between leaves the old champion everywhere.
+        registry.set_alias(store.model, environment, version)
+        store.append_event(environment, event)
+        return Outcome(record, uri, _deploy(record))
+    # The new image is live: the history (what a rollback restores from) says so before the registry is
+    # asked, so a registry that fails now cannot leave it naming the replaced version as live.
+    store.append_event(environment, event)
+    try:
+        registry.set_alias(store.model, environment, version)
+    except RegistryError as exc:
+        raise RegistryError(
+            f"{environment} runs version {version} (deployed, recorded in {store.history_uri(environment)}) but "
+            f"its registry alias did not move: {exc}. Once the registry answers, point it there: "
+            f"MlflowClient().set_registered_model_alias({store.model!r}, {environment!r}, {version!r}) "
+            "(a rollback refuses until the alias and the history agree)"
+        ) from exc
     return Outcome(record, uri, _deploy(record))
 
 

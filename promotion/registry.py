@@ -22,6 +22,8 @@ from promotion.errors import RegistryError
 
 DEFAULT_REGISTRY_URI = "sqlite:///runs/registry/mlflow.db"
 SQL_PACKAGES = ("sqlalchemy", "alembic", "sqlparse")
+# Registries behind MLflow's REST API (a tracking server, Databricks) rather than a database this process opens.
+_SERVER_SCHEMES = ("http", "https", "databricks")
 
 
 def default_registry_uri() -> str:
@@ -71,6 +73,16 @@ class Registry:
 
     def register(self, name: str, *, source: str, tags: dict[str, str], description: str) -> str:
         """A new version of `name` whose files are at `source`; returns the version number as a string."""
+        if self.uri.split(":", 1)[0] in _SERVER_SCHEMES and (
+            "://" not in source or source.startswith("file:")
+        ):
+            # A tracking server answers INVALID_PARAMETER_VALUE for a local source outside a run's artifacts
+            # (mlflow/server/handlers.py, _validate_source_run): said here with the fix, before anything deploys.
+            raise RegistryError(
+                f"model registry {self.uri} is a tracking server: it refuses a version whose files are on this "
+                f"machine ({source}). Give --candidate from object storage (the training run's bucket: s3://, "
+                "gs://, abfss://), or use a sqlite registry (--registry-uri sqlite:///PATH) for a local try"
+            )
         with self._reachable("register a version of " + name):
             self._ensure_model(name)
             version = self._client.create_model_version(

@@ -1,0 +1,159 @@
+"""Promotion against a real `mlflow server` (the registry a team runs), started by the test.
+
+- The server refuses a version whose files are on this machine: said before anything deploys, with the fix
+  (the message used to blame the network: "check that the server answers").
+- The server goes away between a successful deploy and the alias move: the environment now runs the new image,
+  so the promotion history (what `rollback` restores from) must say so although the alias could not move, and
+  the error names the call that repairs the alias. Before, the history still named the replaced version as
+  live, and a later rollback would have "restored" the wrong one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from promotion_fixtures import RecordingDeployer, policy_report, write_json
+
+from promotion import promote as ops
+from promotion.config import load_config
+from promotion.errors import RegistryError
+from promotion.evidence import Evidence, load_evidence
+from promotion.registry import Registry
+from promotion.store import ModelStore
+from tests.conftest import free_port
+
+
+def _mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}"]
+        + ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its workers are its children: stopped together, by this group's id
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2).close()  # noqa: S310 (loopback)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop(proc)
+                pytest.fail(f"mlflow server did not answer on {url} (exit {proc.poll()})")
+            time.sleep(0.25)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+class _RegistryDiesAfterSmoke(RecordingDeployer):
+    def __init__(self, server: subprocess.Popen) -> None:
+        super().__init__()
+        self.server = server
+
+    def smoke(self, image: str) -> bytes | None:
+        out = super().smoke(image)
+        _stop(self.server)
+        return out
+
+
+def _evidence(files: dict[str, Path], candidate: str, tmp: Path) -> Evidence:
+    return load_evidence(
+        candidate,
+        loadtest=str(files["loadtest"]),
+        policy_report=str(write_json(tmp / "dev.json", policy_report("dev"))),
+        build_record=str(files["build_record"]),
+    )
+
+
+def _candidate_in_bucket(files: dict[str, Path], key: str) -> str:
+    """The candidate run folder in (moto's) S3, as the pipelines give it: a tracking server needs that."""
+    import boto3
+    import fsspec
+
+    s3 = boto3.client("s3")
+    if "promotion-runs" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket="promotion-runs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"})
+    fsspec.filesystem("s3", skip_instance_cache=True).put(
+        str(files["candidate"]), f"promotion-runs/{key}", recursive=True
+    )
+    return f"s3://promotion-runs/{key}"
+
+
+@pytest.mark.integration
+def test_an_unreachable_registry_stops_before_anything_is_deployed(
+    evidence_files: dict[str, Path], s3_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    down = Registry(f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    store = ModelStore(str(tmp_path / "store"), "m-registry-down")
+    calls: list[str] = []
+    with pytest.raises(RegistryError, match="could not register a version of m-registry-down"):
+        ops.promote(
+            _evidence(evidence_files, _candidate_in_bucket(evidence_files, "down"), tmp_path), load_config(),
+            "dev", store=store, registry=down, deployer=RecordingDeployer(calls=calls),
+        )  # fmt: skip
+    assert calls == []  # was: `pulumi up` ran, then an MlflowException traceback and no record
+    assert store.deployed("dev") == []
+
+
+@pytest.mark.integration
+def test_a_tracking_server_registry_local_sources_and_an_outage_after_the_deploy(
+    evidence_files: dict[str, Path], s3_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    pytest.importorskip("uvicorn", reason="`mlflow server` needs uvicorn (in the project's lock)")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    candidate = _candidate_in_bucket(evidence_files, "run1")
+    store = ModelStore(str(tmp_path / "store"), "m-outage")
+    server, url = _mlflow_server(tmp_path / "mlflow.db")
+    try:
+        # What the precheck stands for: the server itself refuses a local source.
+        client = MlflowClient(tracking_uri=url, registry_uri=url)
+        client.create_registered_model("probe")
+        with pytest.raises(MlflowException, match="local path as a model version source"):
+            client.create_model_version("probe", source=str(evidence_files["candidate"] / "export"))
+
+        local = RecordingDeployer()
+        with pytest.raises(RegistryError, match="refuses a version whose files are on this machine"):
+            ops.promote(
+                _evidence(evidence_files, str(evidence_files["candidate"]), tmp_path), load_config(), "dev",
+                store=store, registry=Registry(url), deployer=local,
+            )  # fmt: skip
+        assert local.calls == [] and store.deployed("dev") == []
+
+        deployer = _RegistryDiesAfterSmoke(server)
+        with pytest.raises(RegistryError) as raised:
+            ops.promote(
+                _evidence(evidence_files, candidate, tmp_path), load_config(), "dev",
+                store=store, registry=Registry(url), deployer=deployer,
+            )  # fmt: skip
+    finally:
+        _stop(server)
+    assert [c.split()[0] for c in deployer.calls] == ["up", "smoke"], raised.value
+    live = store.deployed("dev")
+    assert [d.version for d in live] == ["1"]  # was: [] while version 1 served dev
+    assert live[0].serving_image == deployer.calls[0].split()[1]
+    message = str(raised.value)
+    assert "dev runs version 1" in message
+    assert "set_registered_model_alias('m-outage', 'dev', '1')" in message
