@@ -130,11 +130,18 @@ def run(
     if config_path is not None:
         try:
             overrides = json.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise PlanError(f"{config_path}: cannot read the pack config ({err})") from err
+        if not isinstance(overrides, dict):
+            raise PlanError(
+                f"{config_path}: the pack config is a JSON object of policy names (or 'all'), as "
+                "`pulumi preview --policy-pack-config` takes"
+            )
     today = today or dt.date.today()
     try:
         waivers = waivers_mod.load(waivers_path, rules=[r.name for r in ALL_RULES], today=today)
+        for plan in plans:
+            waivers_mod.refuse_catch_alls(waivers, plan.stack, plan.resources)
     except waivers_mod.WaiverError as err:
         raise PlanError(str(err)) from err
     docs = []

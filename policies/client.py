@@ -56,6 +56,8 @@ def pack_config(info: Any, plan: Plan, overrides: Mapping[str, Any]) -> dict[str
     environment for the policies that take one."""
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     all_level = overrides.get("all")
+    if all_level is not None and all_level not in _LEVELS:
+        raise PlanError(f"pack config: all={all_level!r} is not an enforcement level; one of {list(_LEVELS)}")
     for p in info.policies:
         level = _level_name(p.enforcementLevel)
         props: dict[str, Any] = {}
@@ -76,8 +78,26 @@ def pack_config(info: Any, plan: Plan, overrides: Mapping[str, Any]) -> dict[str
             raise PlanError(
                 f"pack config: policy {p.name}: enforcementLevel {level!r} is not one of {list(_LEVELS)}"
             )
+        if p.HasField("configSchema"):
+            _check_properties(p.name, props, p.configSchema)
         out[p.name] = (level, props)
     return out
+
+
+def _check_properties(policy: str, props: Mapping[str, Any], config_schema: Any) -> None:
+    """The Pulumi CLI validates each policy's config against its configSchema (JSON Schema) before Configure;
+    so does this runner: a wrong type is exit 2 with the property named, not a pack crash (exit 3)."""
+    import jsonschema
+    from google.protobuf.json_format import MessageToDict
+
+    schema = {
+        "type": "object",
+        "properties": MessageToDict(config_schema.properties),
+        "required": list(config_schema.required),
+    }
+    for error in sorted(jsonschema.Draft7Validator(schema).iter_errors(dict(props)), key=str):
+        where = ".".join(str(x) for x in error.absolute_path) or "(properties)"
+        raise PlanError(f"pack config: policy {policy}: {where}: {error.message} (the policy's configSchema)")
 
 
 def analyze_plan(

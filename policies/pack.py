@@ -143,7 +143,9 @@ def report(
     stack = os.environ.get("PULUMI_STACK", "")
     pending = []
     for message, target in items:
-        waiver = waivers_mod.find(waivers, rule.name, target or urn, stack, dt.date.today())
+        waiver = waivers_mod.find(
+            waivers, rule.name, target or urn, stack, dt.date.today(), undetermined=is_undetermined(message)
+        )
         if waiver is not None:
             note = f"waived (waiver #{waiver.index} by {waiver.approver}, until {waiver.expires}): "
             message = Advisory(note + message) if ADVISORY_CHANNEL else message

@@ -18,7 +18,11 @@ from typing import Any
 import yaml
 
 WAIVERS_FILE = Path(__file__).with_name("waivers.yaml")
-REQUIRED = ("rule", "stacks", "resources", "justification", "approver", "expires")
+REQUIRED = ("rule", "finding", "stacks", "resources", "justification", "approver", "expires")
+# What a waiver accepts: a check that cannot decide at preview (a value unknown until it exists), or a
+# violation the reviewer accepts as it is. One never stands for the other: a waiver written because the
+# value is unknown must not also hide the same rule's real violation once the value is known.
+FINDINGS = ("undetermined", "violation")
 MAX_VALIDITY = dt.timedelta(days=366)  # one year ahead (a leap day included): a waiver is re-reviewed yearly
 
 
@@ -29,6 +33,7 @@ class WaiverError(ValueError):
 @dataclass(frozen=True)
 class Waiver:
     rule: str
+    finding: str
     stacks: tuple[str, ...]
     resources: tuple[str, ...]
     justification: str
@@ -39,8 +44,10 @@ class Waiver:
     def active(self, today: dt.date) -> bool:
         return today <= self.expires
 
-    def matches(self, rule: str, urn: str, stack: str) -> bool:
+    def matches(self, rule: str, urn: str, stack: str, undetermined: bool) -> bool:
         if rule != self.rule or stack not in self.stacks:
+            return False
+        if self.finding != ("undetermined" if undetermined else "violation"):
             return False
         name = urn.rsplit("::", 1)[-1] if urn else ""
         return any(fnmatch.fnmatchcase(urn, p) or fnmatch.fnmatchcase(name, p) for p in self.resources)
@@ -49,6 +56,7 @@ class Waiver:
         return {
             "id": self.index,
             "rule": self.rule,
+            "finding": self.finding,
             "stacks": list(self.stacks),
             "resources": list(self.resources),
             "justification": self.justification,
@@ -89,6 +97,12 @@ def parse(
             raise WaiverError(
                 f"{where}: no rule named {rule!r} in the pack (see policies/README.md for the names)"
             )
+        finding = str(e["finding"])
+        if finding not in FINDINGS:
+            raise WaiverError(
+                f"{where}: finding={finding!r}; write 'undetermined' (the value is unknown at preview) or "
+                "'violation' (the known finding is accepted as it is)"
+            )
         resources = _strings(e["resources"], "resources", where)
         for pattern in resources:
             if not pattern.strip("*?[]:"):
@@ -111,7 +125,9 @@ def parse(
                 f"{where}: expires {expires} is more than one year after {today}; re-review it within a year"
             )
         out.append(
-            Waiver(rule, stacks, resources, str(e["justification"]), str(e["approver"]), expires, n + 1)
+            Waiver(
+                rule, finding, stacks, resources, str(e["justification"]), str(e["approver"]), expires, n + 1
+            )
         )
     return out
 
@@ -120,7 +136,9 @@ def load(
     path: Path = WAIVERS_FILE, *, rules: Iterable[str] | None = None, today: dt.date | None = None
 ) -> list[Waiver]:
     if not path.exists():
-        return []
+        if path == WAIVERS_FILE:  # the pack's own file may be absent: no waivers
+            return []
+        raise WaiverError(f"{path}: no such waivers file (check --waivers)")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
@@ -130,8 +148,10 @@ def load(
     return parse(data.get("waivers") or [], str(path), rules=rules, today=today)
 
 
-def find(waivers: Sequence[Waiver], rule: str, urn: str, stack: str, today: dt.date) -> Waiver | None:
-    return next((w for w in waivers if w.active(today) and w.matches(rule, urn, stack)), None)
+def find(
+    waivers: Sequence[Waiver], rule: str, urn: str, stack: str, today: dt.date, *, undetermined: bool
+) -> Waiver | None:
+    return next((w for w in waivers if w.active(today) and w.matches(rule, urn, stack, undetermined)), None)
 
 
 def split(
@@ -140,7 +160,9 @@ def split(
     """(still violations, waived ones with their waiver). Expired waivers do not apply."""
     kept, waived = [], []
     for v in violations:
-        w = find(waivers, v["policy"], v.get("urn") or "", stack, today)
+        w = find(
+            waivers, v["policy"], v.get("urn") or "", stack, today, undetermined=bool(v.get("undetermined"))
+        )
         if w is None:
             kept.append(v)
         else:
@@ -158,3 +180,19 @@ def status(
         "expired": [w.as_dict() for w in waivers if not w.active(today)],
         "unused": [w.as_dict() for w in waivers if w.active(today) and w.index not in used],
     }
+
+
+def refuse_catch_alls(waivers: Sequence[Waiver], stack: str, resources: Sequence[dict[str, Any]]) -> None:
+    """A waiver whose patterns match every resource of a stack it names ('*-*', 'urn:*', 'mlp-*') is a rule
+    switched off, not a reviewed exception: refused, with the resources count, before any report is written."""
+    names = [(r.get("urn") or "", r.get("name") or "") for r in resources]
+    if len(names) < 2:
+        return
+    for w in waivers:
+        if stack in w.stacks and all(
+            any(fnmatch.fnmatchcase(u, p) or fnmatch.fnmatchcase(n, p) for p in w.resources) for u, n in names
+        ):
+            raise WaiverError(
+                f"waiver #{w.index} ({w.rule}): resources {list(w.resources)} match all {len(names)} resources "
+                f"of stack {stack}; name the resources it accepts"
+            )

@@ -9,6 +9,7 @@ Rules carry `security-severity`, the number GitHub ranks alerts by.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -64,7 +65,8 @@ def _rules(report: Report) -> list[dict[str, Any]]:
         out.append(
             {
                 "id": rule.name,
-                "name": rule.name,
+                # SARIF wants a readable name distinct from the id (sarif-multitool SARIF1001 otherwise).
+                "name": "".join(part.capitalize() for part in rule.name.split("-")),
                 "shortDescription": {"text": rule.description},
                 "fullDescription": {
                     "text": f"{rule.description} Regulations: {_refs(report.mapping, rule.name)}"
@@ -111,6 +113,14 @@ def _results(report: Report) -> list[dict[str, Any]]:
                 }
             result: dict[str, Any] = {
                 "ruleId": v["policy"],
+                # Every stack's finding on one shared source line would get one and the same line-hash
+                # fingerprint from upload-sarif, and GitHub would merge them into one alert (one waived,
+                # another not, in the same alert): the stack and resource make each finding its own.
+                "partialFingerprints": {
+                    "policyFinding/v1": hashlib.sha256(
+                        "|".join((stack, v["policy"], v["urn"] or "", v["message"])).encode()
+                    ).hexdigest()
+                },
                 "level": _SARIF_LEVEL.get(v["enforcement"], "warning"),
                 "message": {"text": f"[{stack}] {v['message']}"},
                 "locations": [location],

@@ -101,12 +101,23 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "waivers": [
                     {
                         "rule": "network-no-open-ingress",
+                        "finding": "violation",
                         "stacks": ["dev"],
                         "resources": ["waived-sg"],
                         "justification": "bastion during the migration, source restricted at the edge",
                         "approver": "ENS officer <ens@example.eu>",
                         "expires": (dt.date.today() + dt.timedelta(days=30)).isoformat(),
-                    }
+                    },
+                    # Written for a value unknown at preview: open-sg's known 0.0.0.0/0 must still block.
+                    {
+                        "rule": "network-no-open-ingress",
+                        "finding": "undetermined",
+                        "stacks": ["dev"],
+                        "resources": ["open-sg"],
+                        "justification": "source CIDR comes from the NAT gateway, unknown at preview",
+                        "approver": "ENS officer <ens@example.eu>",
+                        "expires": (dt.date.today() + dt.timedelta(days=30)).isoformat(),
+                    },
                 ]
             }
         )

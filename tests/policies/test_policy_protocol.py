@@ -134,6 +134,34 @@ def test_cli_bad_input_exits_2(tmp_path: Path, pack_python: Path) -> None:
     assert malformed.returncode == 2 and "resources[0]" in malformed.stderr
 
 
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (b"[1]", "a JSON object of policy names"),  # was: AttributeError traceback, exit 1
+        (b"\xff\xfe{}", "cannot read the pack config"),  # was: UnicodeDecodeError, exit 1
+        (b'{"all": 5}', "all=5 is not an enforcement level"),  # was: ignored, exit 0
+        # was: the pack failed on float("four"), exit 3 ("run make setup")
+        (b'{"gpu-node-pool-spot": {"maxGpuNodes": "four"}}', "maxGpuNodes: 'four' is not of type 'number'"),
+    ],
+)
+def test_cli_bad_pack_config_exits_2(tmp_path: Path, pack_python: Path, config: bytes, message: str) -> None:
+    plan, cfg = tmp_path / "dev.json", tmp_path / "config.json"
+    plan.write_text(json.dumps(fx.aws_stack()))
+    cfg.write_bytes(config)
+    proc = _cli(str(plan), "--out", str(tmp_path / "out"), "--config", str(cfg), env_python=pack_python)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_waivers_file_given_but_missing_exits_2(tmp_path: Path, pack_python: Path) -> None:
+    plan = tmp_path / "dev.json"
+    plan.write_text(json.dumps(fx.aws_stack()))
+    proc = _cli(
+        str(plan), "--out", str(tmp_path), "--waivers", str(tmp_path / "typo.yaml"), env_python=pack_python
+    )
+    assert proc.returncode == 2 and "no such waivers file" in proc.stderr  # was: no waivers, exit 0 or 1
+
+
 def test_parliament_lints_aws_policies_inside_the_pack(pack_python: Path) -> None:
     if subprocess.run(
         [str(pack_python), "-c", "import parliament"], capture_output=True, check=False

@@ -29,7 +29,7 @@ def test_mapping_covers_every_rule_and_only_them() -> None:
 
 
 def test_waiver_needs_every_field() -> None:
-    with pytest.raises(WaiverError, match="lacks \\['stacks', 'approver'\\]"):
+    with pytest.raises(WaiverError, match="lacks \\['finding', 'stacks', 'approver'\\]"):
         parse([{"rule": "x", "resources": "a", "justification": "j", "expires": "2027-01-01"}])
 
 
@@ -52,6 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, pack_python: Path) -> tuple[
                 "waivers": [
                     {
                         "rule": "kms-key-rotation",
+                        "finding": "violation",
                         "stacks": ["dev"],
                         "resources": "data-key",
                         "justification": "key replaced by the HSM-backed key in Q1",
@@ -60,6 +61,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, pack_python: Path) -> tuple[
                     },
                     {
                         "rule": "registry-immutable-scanned",
+                        "finding": "violation",
                         "stacks": ["dev"],
                         "resources": "*::aws:ecr/repository:Repository::serving",
                         "justification": "migration window",

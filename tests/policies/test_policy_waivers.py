@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 def entry(**change: Any) -> dict[str, Any]:
     base = {
         "rule": "network-no-open-ingress",
+        "finding": "violation",
         "stacks": ["prod"],
         "resources": ["mlp-prod-bastion-*"],
         "justification": "bastion behind the corporate VPN",
@@ -47,6 +48,8 @@ def entry(**change: Any) -> dict[str, Any]:
         ({"expires": "2028-01-01"}, "more than one year after 2026-12-02"),
         ({"scope": "all"}, "unknown field"),
         ({"stacks": []}, "lacks \\['stacks'\\]"),
+        ({"finding": "both"}, "write 'undetermined' .* or 'violation'"),
+        ({"finding": None}, "lacks \\['finding'\\]"),
     ],
 )
 def test_malformed_waiver_is_a_clear_error(change: dict[str, Any], message: str) -> None:
@@ -57,10 +60,25 @@ def test_malformed_waiver_is_a_clear_error(change: dict[str, Any], message: str)
 def test_waiver_matches_only_its_stacks_and_names() -> None:
     (w,) = waivers.parse([entry()], rules=RULES, today=TODAY)
     urn = "urn:pulumi:prod::eu-ml-platform::aws:ec2/securityGroup:SecurityGroup::mlp-prod-bastion-sg"
-    assert w.matches("network-no-open-ingress", urn, "prod")
-    assert not w.matches("network-no-open-ingress", urn, "staging")
-    assert not w.matches("node-no-public-ip", urn, "prod")
-    assert not w.matches("network-no-open-ingress", urn.replace("bastion", "nodes"), "prod")
+    assert w.matches("network-no-open-ingress", urn, "prod", undetermined=False)
+    assert not w.matches("network-no-open-ingress", urn, "staging", undetermined=False)
+    assert not w.matches("node-no-public-ip", urn, "prod", undetermined=False)
+    assert not w.matches(
+        "network-no-open-ingress", urn.replace("bastion", "nodes"), "prod", undetermined=False
+    )
+    # What it accepts is a known violation: the same check undecided at preview is not accepted by it.
+    assert not w.matches("network-no-open-ingress", urn, "prod", undetermined=True)
+
+
+def test_a_waiver_for_an_unknown_value_never_hides_a_known_violation() -> None:
+    """Waivers written because a value is unknown at preview ('the update-time run checks it') used to waive
+    the same rule's real finding too, at preview and at `pulumi up`: Action '*' on '*' passed in prod."""
+    (w,) = waivers.parse([entry(finding="undetermined")], rules=RULES, today=TODAY)
+    urn = "urn:pulumi:prod::eu-ml-platform::aws:ec2/securityGroup:SecurityGroup::mlp-prod-bastion-sg"
+    unknown = {"policy": "network-no-open-ingress", "urn": urn, "undetermined": True}
+    known = {"policy": "network-no-open-ingress", "urn": urn, "undetermined": False}
+    kept, waived = waivers.split([unknown, known], [w], TODAY, "prod")
+    assert kept == [known] and [v["undetermined"] for v in waived] == [True]
 
 
 def test_expired_and_unused_waivers_are_listed() -> None:
@@ -97,3 +115,47 @@ def test_cli_exits_2_on_a_waiver_naming_no_rule(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "no rule named 's3-typo'" in proc.stderr
+
+
+@pytest.mark.parametrize("pattern", ["*-*", "urn:*", "*p*", "mlp-*"])
+def test_a_pattern_matching_every_resource_of_its_stack_is_refused(pattern: str) -> None:
+    (w,) = waivers.parse([entry(resources=[pattern], stacks=["dev"])], rules=RULES, today=TODAY)
+    resources = [
+        {"urn": f"urn:pulumi:dev::eu-ml-platform::aws:s3/bucket:Bucket::mlp-dev-{n}", "name": f"mlp-dev-{n}"}
+        for n in ("logs", "data", "models")
+    ]
+    with pytest.raises(waivers.WaiverError, match="match all 3 resources of stack dev"):
+        waivers.refuse_catch_alls([w], "dev", resources)
+    waivers.refuse_catch_alls([w], "prod", resources)  # not a stack it names
+    (named,) = waivers.parse([entry(resources=["mlp-dev-logs"], stacks=["dev"])], rules=RULES, today=TODAY)
+    waivers.refuse_catch_alls([named], "dev", resources)
+
+
+def test_an_explicit_waivers_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(waivers.WaiverError, match="no such waivers file"):
+        waivers.load(tmp_path / "waivers.yaml", rules=RULES, today=TODAY)
+
+
+def test_committed_waivers_do_not_hide_a_known_wildcard_in_a_real_plan(real_plans: dict[str, Any]) -> None:
+    """The review's reproduction: prod's trainer key-use policy turned into Action '*' on '*'. The committed
+    waiver #1 (written because that document is unknown at preview) must not accept it."""
+    import copy
+
+    from policies.plans import plan_from_dict, to_resources
+    from policies.rules import evaluate
+    from policies.rules.core import Context, is_undetermined
+
+    plan = copy.deepcopy(real_plans["prod"])
+    (target,) = [r for r in plan["resources"] if r["name"] == "mlp-prod-identities-trainer-key"]
+    target["inputs"]["policy"] = json.dumps(
+        {"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    )
+    p = plan_from_dict(plan)
+    found = [
+        {"policy": rule, "urn": f.urn, "message": f.message, "undetermined": is_undetermined(f.message)}
+        for rule, f in evaluate(to_resources(p), Context(environment=p.environment))
+    ]
+    committed = waivers.load(rules=RULES, today=dt.date.today())
+    kept, _ = waivers.split(found, committed, dt.date.today(), "prod")
+    wildcard = [v for v in kept if v["policy"] == "iam-no-wildcards" and v["urn"] == target["urn"]]
+    assert wildcard and not any(v["undetermined"] for v in wildcard)
