@@ -71,11 +71,19 @@ def check_rotation(r: Resource, ctx: Context) -> Iterator[str]:
         if days is None or days > limit:
             yield f"Cloud KMS key rotationPeriod={period!r}: set it to at most '{int(limit * 86400)}s' ({limit:g} days)."
     elif r.type == "azure-native:keyvault:Key":
-        actions = as_list(get(i, "properties.rotationPolicy.lifetimeActions"))
+        raw = get(i, "properties.rotationPolicy.lifetimeActions")
+        actions = as_list(raw)
         rotate = [a for a in actions if str(get(a, "action.type")).lower() == "rotate"]
         after = [get(a, "trigger.timeAfterCreate") for a in rotate]
-        ok = any(is_unknown(t) or (isinstance(t, str) and (iso_days(t) or 1e9) <= limit) for t in after)
-        if not ok:
+        ok = any(isinstance(t, str) and not is_unknown(t) and (iso_days(t) or 1e9) <= limit for t in after)
+        # A known action that rotates in time decides; otherwise an unknown one might, or might not.
+        unknown = is_unknown(raw) or any(
+            is_unknown(get(a, "action.type")) or is_unknown(get(a, "trigger.timeAfterCreate"))
+            for a in actions
+        )
+        if not ok and unknown:
+            yield undetermined("properties.rotationPolicy.lifetimeActions is unknown at preview")
+        elif not ok:
             yield f"Key Vault key has no rotation policy rotating within {limit:g} days: add properties.rotationPolicy.lifetimeActions=[{{action: {{type: 'rotate'}}, trigger: {{timeAfterCreate: 'P90D'}}}}]."
 
 
@@ -90,13 +98,18 @@ def check_deletion_protection(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     need = min_deletion_window(ctx)
     if r.type == "aws:kms/key:Key":
-        days = as_number(get(i, "deletionWindowInDays"))
-        if days is not None and days < need:
+        raw = get(i, "deletionWindowInDays")
+        days = as_number(raw)
+        if is_unknown(raw):
+            yield undetermined("deletionWindowInDays is unknown at preview")
+        elif days is not None and days < need:
             yield f"KMS key deletionWindowInDays={days:g} in {ctx.environment or 'this stack'}: set it to at least {need:g} so a scheduled deletion can be noticed and cancelled."
     elif r.type == "gcp:kms/cryptoKey:CryptoKey":
         dur = get(i, "destroyScheduledDuration")
         days = iso_days(dur) if isinstance(dur, str) and not is_unknown(dur) else None
-        if days is not None and days < need:
+        if is_unknown(dur):
+            yield undetermined("destroyScheduledDuration is unknown at preview")
+        elif days is not None and days < need:
             yield f"Cloud KMS key destroyScheduledDuration={dur!r}: set it to at least '{int(need * 86400)}s' ({need:g} days)."
     elif r.type == "azure-native:keyvault:Vault":
         if is_unknown(get(i, "properties.enablePurgeProtection")):

@@ -31,31 +31,46 @@ def _open(values: list[Any]) -> tuple[list[str], bool]:
     return [str(v) for v in values if isinstance(v, str) and v.lower() in OPEN_SOURCES], unknown
 
 
+def _items(data: Any, *keys: str) -> list[Any]:
+    """The elements of list fields; a list unknown as a whole stays one unknown element (as_list drops it)."""
+    out: list[Any] = []
+    for key in keys:
+        v = get(data, key)
+        out += [v] if is_unknown(v) else as_list(v)
+    return out
+
+
 def _ports(rule: Any, lo: str = "fromPort", hi: str = "toPort") -> str:
     a, b = get(rule, lo), get(rule, hi)
     return f"ports {a}-{b}" if a is not None else "all ports"
 
 
 def _azure_rule(rule: Any, where: str) -> Iterator[str]:
-    if (
-        str(get(rule, "direction") or "").lower() != "inbound"
-        or str(get(rule, "access") or "").lower() != "allow"
+    gate = {"direction": get(rule, "direction"), "access": get(rule, "access")}
+    if any(
+        not is_unknown(v) and str(v or "").lower() != want
+        for v, want in ((gate["direction"], "inbound"), (gate["access"], "allow"))
     ):
         return
-    sources = [get(rule, "sourceAddressPrefix"), *as_list(get(rule, "sourceAddressPrefixes"))]
+    sources = [get(rule, "sourceAddressPrefix"), *_items(rule, "sourceAddressPrefixes")]
     found, unknown = _open([s for s in sources if s is not None])
-    if found:
+    # An open source behind an unknown direction/access may be an inbound allow: not decidable.
+    gate_unknown = [k for k, v in gate.items() if is_unknown(v)]
+    if found and not gate_unknown:
         port = get(rule, "destinationPortRange") or get(rule, "destinationPortRanges") or "*"
         yield f"{where} allows inbound from {found[0]!r} to port(s) {port}: restrict the source to known ranges or a private endpoint."
-    elif unknown:
-        yield undetermined(f"{where} has a source address unknown at preview")
+    elif found or unknown:
+        what = gate_unknown + (["a source address"] if unknown else [])
+        yield undetermined(f"{where} has {', '.join(what)} unknown at preview")
 
 
 def check_ingress(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     if r.type == SG:
+        if is_unknown(get(i, "ingress")):
+            yield undetermined("ingress is unknown at preview")
         for n, rule in enumerate(as_list(get(i, "ingress"))):
-            found, unknown = _open(as_list(get(rule, "cidrBlocks")) + as_list(get(rule, "ipv6CidrBlocks")))
+            found, unknown = _open(_items(rule, "cidrBlocks", "ipv6CidrBlocks"))
             if found:
                 yield f"ingress[{n}] allows {found[0]} on {_ports(rule)}: restrict cidrBlocks to known ranges or reference a security group."
             elif unknown:
@@ -63,7 +78,7 @@ def check_ingress(r: Resource, ctx: Context) -> Iterator[str]:
     elif r.type == SG_RULE:
         if get(i, "type") != "ingress":
             return
-        found, unknown = _open(as_list(get(i, "cidrBlocks")) + as_list(get(i, "ipv6CidrBlocks")))
+        found, unknown = _open(_items(i, "cidrBlocks", "ipv6CidrBlocks"))
         if found:
             yield f"ingress rule allows {found[0]} on {_ports(i)}: restrict cidrBlocks or use sourceSecurityGroupId."
         elif unknown:
@@ -75,16 +90,22 @@ def check_ingress(r: Resource, ctx: Context) -> Iterator[str]:
         elif unknown:
             yield undetermined("cidrIpv4/cidrIpv6 are unknown at preview")
     elif r.type == GCP_FIREWALL:
-        if str(get(i, "direction") or "INGRESS").upper() != "INGRESS" or not as_list(get(i, "allows")):
+        gate = {"direction": get(i, "direction"), "allows": get(i, "allows"), "disabled": get(i, "disabled")}
+        if not is_unknown(gate["direction"]) and str(gate["direction"] or "INGRESS").upper() != "INGRESS":
             return
-        if truthy(get(i, "disabled")):
+        if (not is_unknown(gate["allows"]) and not as_list(gate["allows"])) or truthy(gate["disabled"]):
             return
-        found, unknown = _open(as_list(get(i, "sourceRanges")))
-        if found:
+        found, unknown = _open(_items(i, "sourceRanges"))
+        # An open range behind an unknown direction/allows/disabled may be live ingress: not decidable.
+        gate_unknown = [k for k, v in gate.items() if is_unknown(v)]
+        if found and not gate_unknown:
             yield f"firewall allows ingress from {found[0]}: restrict sourceRanges (or use IAP ranges / internal load balancers)."
-        elif unknown:
-            yield undetermined("sourceRanges are unknown at preview")
+        elif found or unknown:
+            what = gate_unknown + (["sourceRanges"] if unknown else [])
+            yield undetermined(f"{', '.join(what)} unknown at preview")
     elif r.type == NSG:
+        if is_unknown(get(i, "securityRules")):
+            yield undetermined("securityRules are unknown at preview")
         for n, rule in enumerate(as_list(get(i, "securityRules"))):
             yield from _azure_rule(get(rule, "properties") or rule, f"securityRules[{n}]")
     elif r.type == NSG_RULE:
@@ -184,15 +205,32 @@ NODE_TYPES = types(
 )
 
 
+def _public_ip(data: Any, path: str, where: str, message: str) -> Iterator[str]:
+    # truthy() reads an unknown as false, which would pass a flag that may turn out true.
+    value = get(data, path)
+    if is_unknown(value):
+        yield undetermined(f"{where}{path} is unknown at preview")
+    elif truthy(value):
+        yield message
+
+
 def check_node_ips(r: Resource, ctx: Context) -> Iterator[str]:
     i = r.inputs
     if r.type == LT:
+        if is_unknown(get(i, "networkInterfaces")):
+            yield undetermined("networkInterfaces are unknown at preview")
         for n, nic in enumerate(as_list(get(i, "networkInterfaces"))):
-            if truthy(get(nic, "associatePublicIpAddress")):
-                yield f"networkInterfaces[{n}].associatePublicIpAddress is true: nodes get public IPs. Use private subnets and a NAT gateway."
+            where = f"networkInterfaces[{n}]."
+            yield from _public_ip(
+                nic,
+                "associatePublicIpAddress",
+                where,
+                f"{where}associatePublicIpAddress is true: nodes get public IPs. Use private subnets and a NAT gateway.",
+            )
     elif r.type == "aws:ec2/instance:Instance":
-        if truthy(get(i, "associatePublicIpAddress")):
-            yield "associatePublicIpAddress is true: use a private subnet."
+        yield from _public_ip(
+            i, "associatePublicIpAddress", "", "associatePublicIpAddress is true: use a private subnet."
+        )
     elif r.type == "gcp:container/cluster:Cluster":
         private = get(i, "privateClusterConfig.enablePrivateNodes")
         if is_unknown(private):
@@ -200,14 +238,20 @@ def check_node_ips(r: Resource, ctx: Context) -> Iterator[str]:
         elif private is not True:
             yield "GKE nodes get public IPs: set privateClusterConfig.enablePrivateNodes=True."
     elif r.type == "gcp:container/nodePool:NodePool":
-        if get(i, "networkConfig.enablePrivateNodes") is False:
+        if is_unknown(get(i, "networkConfig.enablePrivateNodes")):
+            yield undetermined("networkConfig.enablePrivateNodes is unknown at preview")
+        elif get(i, "networkConfig.enablePrivateNodes") is False:
             yield "networkConfig.enablePrivateNodes=False gives this pool's nodes public IPs: remove it or set True."
     elif r.type == "azure-native:containerservice:ManagedCluster":
+        if is_unknown(get(i, "agentPoolProfiles")):
+            yield undetermined("agentPoolProfiles are unknown at preview")
         for n, pool in enumerate(as_list(get(i, "agentPoolProfiles"))):
-            if truthy(get(pool, "enableNodePublicIP")):
-                yield f"agentPoolProfiles[{n}].enableNodePublicIP is true: set it to False."
-    elif r.type == "azure-native:containerservice:AgentPool" and truthy(get(i, "enableNodePublicIP")):
-        yield "enableNodePublicIP is true: set it to False."
+            where = f"agentPoolProfiles[{n}]."
+            yield from _public_ip(
+                pool, "enableNodePublicIP", where, f"{where}enableNodePublicIP is true: set it to False."
+            )
+    elif r.type == "azure-native:containerservice:AgentPool":
+        yield from _public_ip(i, "enableNodePublicIP", "", "enableNodePublicIP is true: set it to False.")
 
 
 RULES = (

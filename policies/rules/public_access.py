@@ -66,6 +66,9 @@ def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
         if uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
             yield f"ACL grant to {uri} makes the bucket public: remove the grant."
     if r.type.startswith("aws:s3/bucketPolicy"):
+        if is_unknown(get(r.inputs, "policy")):
+            yield undetermined("the bucket policy is unknown at preview")
+            return
         doc = parse_json_document(get(r.inputs, "policy"))
         for sid in wildcard_principals(doc or {}):
             yield f"bucket policy statement {sid} allows Principal '*' without a Condition: the bucket is public. Grant to named roles."
@@ -106,6 +109,9 @@ def gcp_members(r: Resource) -> list[tuple[str, str]]:
 
 def check_gcp_members(r: Resource, ctx: Context) -> Iterator[str]:
     unknown = [k for k in ("member", "members", "policyData") if is_unknown(get(r.inputs, k))]
+    # gcp_members drops unknown elements (iam-no-admin wants the known ones): one unknown element
+    # of `members` can be allUsers as much as a whole unknown field can.
+    unknown += [f"members[{n}]" for n, m in enumerate(as_list(get(r.inputs, "members"))) if is_unknown(m)]
     if unknown:
         # Resource policies do not see dependency edges, so an unknown member might be allUsers.
         yield undetermined(f"{unknown[0]} is unknown at preview: the member cannot be checked")
@@ -123,7 +129,9 @@ def check_azure_storage(r: Resource, ctx: Context) -> Iterator[str]:
             yield "allowBlobPublicAccess is not False: set allow_blob_public_access=False (older API versions default to True)."
     elif r.type == "azure-native:storage:BlobContainer":
         v = get(r.inputs, "publicAccess")
-        if isinstance(v, str) and v.lower() != "none":
+        if is_unknown(v):
+            yield undetermined("publicAccess is unknown at preview")
+        elif isinstance(v, str) and v.lower() != "none":
             yield f"container publicAccess={v!r}: set it to 'None'."
 
 

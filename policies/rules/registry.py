@@ -55,11 +55,13 @@ def check_helm(r: Resource, ctx: Context) -> Iterator[str]:
     version = get(r.inputs, "version")
     chart = get(r.inputs, "chart")
     if is_unknown(version):
-        return
-    if not isinstance(version, str) or _FLOATING.search(version):
+        yield undetermined("the chart version is unknown at preview")
+    elif not isinstance(version, str) or _FLOATING.search(version):
         yield f"chart {chart!r} version {version!r} floats: pin an exact chart version (e.g. '9.43.2')."
     repo = get(r.inputs, "repositoryOpts.repo")
-    if isinstance(repo, str) and not is_unknown(repo) and not repo.startswith(("https://", "oci://")):
+    if is_unknown(repo):
+        yield undetermined("repositoryOpts.repo is unknown at preview")
+    elif isinstance(repo, str) and not repo.startswith(("https://", "oci://")):
         yield f"chart repository {repo!r} is not fetched over TLS: use https:// or oci://."
 
 

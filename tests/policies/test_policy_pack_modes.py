@@ -76,13 +76,19 @@ def test_offline_gate_fails_closed_on_undetermined(tmp_path: Path, pack_python: 
     undetermined = {
         (v["policy"], v["urn"].rsplit("::", 1)[-1], v["enforcement"]) for v in doc["undetermined"]
     }
-    assert undetermined == {("s3-bucket-tls-only", "data", "mandatory")}
+    assert undetermined == {
+        ("s3-bucket-tls-only", "data", "mandatory"),
+        ("s3-no-public-acl-or-policy", "data-policy", "mandatory"),
+    }
     decided = {
         (v["policy"], (v["urn"] or "").rsplit("::", 1)[-1], v["enforcement"])
         for v in doc["violations"]
         if not v["undetermined"]
     }
-    assert {v["policy"] for v in doc["violations"] if v["undetermined"]} == {"s3-bucket-tls-only"}
+    assert {v["policy"] for v in doc["violations"] if v["undetermined"]} == {
+        "s3-bucket-tls-only",
+        "s3-no-public-acl-or-policy",
+    }
     assert decided == {
         ("registry-immutable-scanned", "serving", "mandatory"),  # prod: the environment table
         ("network-no-open-ingress", "waived-sg", "mandatory"),
@@ -152,6 +158,7 @@ def test_published_pack_under_the_cli_applies_waivers_and_relaxes_preview(
     assert set(found) == {
         # unknown at preview: the update-time run decides; at preview it is advisory
         ("s3-bucket-tls-only", "data", "advisory"),
+        ("s3-no-public-acl-or-policy", "data-policy", "advisory"),
         # dev keeps the environment-table rules advisory
         ("registry-immutable-scanned", "serving", "advisory"),
         # the copy's waiver applies under the CLI too: reported, never hidden, but not blocking

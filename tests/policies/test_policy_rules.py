@@ -95,6 +95,8 @@ def test_unknown_values_are_reported_as_undetermined_never_as_passing() -> None:
     found = evaluate(to_resources(p), Context(environment=p.environment))
     assert {(rule, f.urn.rsplit("::", 1)[-1], f.undetermined) for rule, f in found} == {
         ("s3-bucket-tls-only", "data", True),
+        # the same unknown document: whether it opens the bucket to the public cannot be judged either
+        ("s3-no-public-acl-or-policy", "data-policy", True),
         ("cluster-endpoint-restricted", "cluster", True),
     }
 
