@@ -224,6 +224,10 @@ STEPS: tuple[Step, ...] = (
             "{training_image}",
             "--serving-image",
             "{serving_image}",
+            "--store",
+            "{store}",
+            "--model",
+            "{model}",
             "--local",
             "{local}",
             "--flag-file",
@@ -232,7 +236,8 @@ STEPS: tuple[Step, ...] = (
         depends=("export",),
         condition="the CI-built serving image (by digest, in the stack registry) carries this candidate's "
         "bundle; local runs: true",
-        why="resolve and verify the CI-built images by digest; write WORK/candidate/build-record.json",
+        why="publish the candidate to STORE/MODEL/candidates/ (cluster), resolve and verify the CI-built images by "
+        "digest; write WORK/candidate/build-record.json",
     ),
     Step(
         "promote",

@@ -142,6 +142,30 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+# What CI needs of a candidate (main.yml builds the serving image from export/, promotion reads the rest);
+# the weights in model/ and the checkpoints stay behind.
+PUBLISHED = ("metrics.json", "manifest.json", "cost.json", "export")
+
+
+def publish_candidate(candidate: Path, store: str, model: str) -> str:
+    """Copy the candidate to ``<store>/<model>/candidates/<bundle sha256[:16]>`` and return that URI.
+
+    On the cluster WORK is the workflow's own volume, deleted with the workflow: without this copy the
+    retrained model CI must build an image for would be gone before anyone could point CI at it.
+    Content-addressed by the bundle, so a rerun writes the same place."""
+    from pipeline.images import bundle_sha256
+    from promotion.evidence import join, write_bytes
+
+    uri = join(store, model, "candidates", bundle_sha256(candidate / "export")[:16])
+    for name in PUBLISHED:
+        path = candidate / name
+        files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+        for f in files:
+            if f.is_file():
+                write_bytes(join(uri, f.relative_to(candidate).as_posix()), f.read_bytes())
+    return uri
+
+
 def images(args: argparse.Namespace) -> int:
     """Resolve the CI-built images by digest (pipeline/images.py); flag: they carry this candidate's bundle."""
     from pipeline import images as resolver
@@ -154,6 +178,10 @@ def images(args: argparse.Namespace) -> int:
             "reasons": ["local run: no registry; promotion runs with --local-run --no-images"],
         }
     else:
+        published = None
+        if args.store and args.model:
+            published = publish_candidate(work / "candidate", args.store, args.model)
+            print(f"candidate published to {published}")
         try:
             ready, doc, record = resolver.check(
                 args.training_image, args.serving_image, work / "candidate" / "export"
@@ -164,6 +192,12 @@ def images(args: argparse.Namespace) -> int:
         except resolver.RegistryError as exc:
             print(f"error: the registry could not confirm the images: {exc}", file=sys.stderr)
             return 1
+        doc["candidate_uri"] = published
+        if not ready and published:
+            doc["reasons"].append(
+                f"the candidate is kept at {published}: set the repository variable CANDIDATE_URI to it and run "
+                ".github/workflows/main.yml, which builds, signs and pushes its serving image and promotes it to dev"
+            )
         _write(work / "candidate" / "build-record.json", record)
     _write(work / "decisions" / "images.json", doc)
     _flag(args.flag_file, doc["ready"])
@@ -213,9 +247,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--flag-file", type=Path, default=None)
     s.set_defaults(func=evaluate)
-    s = steps.add_parser("images", help="resolve the CI-built images by digest (never builds)")
+    s = steps.add_parser(
+        "images", help="publish the candidate, resolve the CI-built images by digest (never builds)"
+    )
     for a in ("--work", "--training-image", "--serving-image"):
         s.add_argument(a, required=True)
+    s.add_argument(
+        "--store", default=None, help="publish the candidate to STORE/MODEL/candidates/ (the DAG passes it)"
+    )
+    s.add_argument("--model", default=None)
     s.add_argument("--local", choices=("true", "false"), default="true")
     s.add_argument("--flag-file", type=Path, default=None)
     s.set_defaults(func=images)
