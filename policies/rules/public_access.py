@@ -59,11 +59,18 @@ def check_s3_pab(resources: Sequence[Resource], ctx: Context) -> Iterator[Findin
 
 def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
     acl = get(r.inputs, "acl")
-    if isinstance(acl, str) and acl in PUBLIC_ACLS:
+    if is_unknown(acl):
+        # An unknown canned ACL can be public-read as much as private.
+        yield undetermined("the canned acl is unknown at preview")
+    elif isinstance(acl, str) and acl in PUBLIC_ACLS:
         yield f"canned ACL {acl!r} makes objects public: remove it (keep ownership BucketOwnerEnforced)."
-    for grant in as_list(get(r.inputs, "accessControlPolicy.grants")):
-        uri = str(get(grant, "grantee.uri") or "")
-        if uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
+    grants = get(r.inputs, "accessControlPolicy.grants")
+    # The list, a grant or its grantee URI unknown: that grant may be to AllUsers.
+    if is_unknown(grants) or any(is_unknown(get(g, "grantee.uri")) for g in as_list(grants)):
+        yield undetermined("accessControlPolicy.grants (or a grantee) is unknown at preview")
+    for grant in as_list(grants):
+        uri = get(grant, "grantee.uri")
+        if isinstance(uri, str) and uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
             yield f"ACL grant to {uri} makes the bucket public: remove the grant."
     if r.type.startswith("aws:s3/bucketPolicy"):
         if is_unknown(get(r.inputs, "policy")):
