@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import tempfile
 from pathlib import Path
@@ -38,13 +37,10 @@ def split_repository(repository: str) -> tuple[str, str]:
 
 
 def is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1 : host.index("]")]
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    # One rule for the push (plain HTTP to loopback) and for the check that reads it back (pipeline's client).
+    from pipeline.registry_auth import loopback
+
+    return loopback(host)
 
 
 def tls_verify(repository: str) -> bool:
@@ -87,30 +83,30 @@ def buildah_pull_digest(ref: str) -> str:
     return buildah.image_digest(ref)
 
 
-def manifest_digest(ref: str, *, timeout: float = 30) -> str:
-    """Ask the registry itself (Docker Registry HTTP API v2) which digest it serves for `ref`
-    (`repo:tag` or `repo@digest`): an engine-independent check of what a pull would get."""
-    import urllib.request
+def manifest_digest(ref: str) -> str:
+    """Ask the registry itself (Registry HTTP API v2) which digest it serves for `ref` (`repo:tag` or
+    `repo@digest`): an engine-independent check of what a pull would get.
+
+    Cloud registries refuse anonymous reads, so this goes through the pipeline's registry client
+    (pipeline/images.py: one auth challenge answered with Basic or a Bearer token, credentials from
+    $DOCKER_CONFIG or the machine's cloud identity), the one the `images` step reads these images
+    with. pipeline never imports containers, and both run from the repository root with the
+    project virtualenv, so this direction adds no cycle and no dependency."""
+    from pipeline import images
 
     if "@" in ref:
         repository, _, what = ref.partition("@")
     else:
         repository, _, what = ref.rpartition(":")
     host, path = split_repository(repository)
-    scheme = "https" if not is_loopback(host) else "http"
-    request = urllib.request.Request(
-        f"{scheme}://{host}/v2/{path}/manifests/{what}",
-        method="HEAD",
-        headers={
-            "Accept": ", ".join(
-                (
-                    "application/vnd.docker.distribution.manifest.v2+json",
-                    "application/vnd.oci.image.manifest.v1+json",
-                    "application/vnd.oci.image.index.v1+json",
-                    "application/vnd.docker.distribution.manifest.list.v2+json",
-                )
-            )
-        },
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme fixed above)
-        return str(response.headers["Docker-Content-Digest"])
+    try:
+        return images.manifest_digest(host, path, what)
+    except (images.RegistryError, ValueError) as exc:
+        # The engine pushed with its own login; this check reads only what registry_auth reads.
+        raise ContainerError(
+            f"{ref} was pushed, but the registry's manifest answer could not confirm its digest: {exc}. "
+            f"Give this check read access to {host}: `docker login {host}` (a $DOCKER_CONFIG/config.json "
+            "entry or credential helper; buildah's own auth.json is not read), or run where the cloud "
+            "identity opens it (ECR, Artifact Registry, ACR; PIPELINE_REGISTRY_AUTH=ecr|gar|acr for "
+            "another host name)"
+        ) from None

@@ -20,6 +20,9 @@ Credentials (pipeline/registry_auth.py), looked up when the registry answers 401
 the host, else the pod's cloud identity by the registry's host (ECR, Artifact Registry, ACR), else anonymous;
 used as Basic auth or to fetch a Bearer token from the registry's ``WWW-Authenticate`` realm (the distribution
 token flow). Loopback registries are reached over HTTP, every other one over verified TLS.
+
+``manifest_digest`` is also the check after ``python -m containers.build --push`` (containers/registry.py):
+one client, so the push check opens ECR, Artifact Registry and ACR exactly as this step does.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
 from pipeline import registry_auth
 from pipeline.registry_auth import RegistryError
 
-__all__ = ["BUNDLE_LABEL", "RegistryError", "bundle_sha256", "check", "parse", "resolve"]
+__all__ = ["BUNDLE_LABEL", "RegistryError", "bundle_sha256", "check", "manifest_digest", "parse", "resolve"]
 
 BUNDLE_LABEL = "eu.ml-platform.bundle.metadata-sha256"  # containers/serving/Dockerfile, promotion/sequence.py
 REFERENCE = re.compile(
@@ -112,18 +116,15 @@ def _refused(url: str, code: int, credential: registry_auth.Credential | None, w
     return f"{url}: HTTP {code}{at}: the registry refused {credential.source}; it needs {credential.need}"
 
 
-def _fetch(
-    host: str, path: str, accept: str, digest: str, auth: registry_auth.Credentials
-) -> tuple[bytes, str]:
-    """GET <registry>/v2/path, answering one auth challenge; the body must hash to ``digest``."""
+def _get(host: str, path: str, accept: str, auth: registry_auth.Credentials) -> tuple[bytes, Message]:
+    """GET <registry>/v2/path, answering one auth challenge: the body and the response headers."""
     url = f"{registry_auth.base_url(host)}/v2/{path}"
     headers = {"Accept": accept}
     credential: registry_auth.Credential | None = None
     for attempt in range(2):
         try:
             with _OPENER.open(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S) as resp:
-                body, media = resp.read(), resp.headers.get("Content-Type", "")
-                break
+                return resp.read(), resp.headers
         except urllib.error.HTTPError as exc:
             challenge = exc.headers.get("WWW-Authenticate", "")
             if exc.code != 401 or attempt == 1:
@@ -139,10 +140,40 @@ def _fetch(
                 raise RegistryError(_refused(url, exc.code, None)) from None
         except urllib.error.URLError as exc:
             raise RegistryError(f"{url}: {exc.reason}") from None
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def _fetch(
+    host: str, path: str, accept: str, digest: str, auth: registry_auth.Credentials
+) -> tuple[bytes, str]:
+    """GET <registry>/v2/path, answering one auth challenge; the body must hash to ``digest``."""
+    body, headers = _get(host, path, accept, auth)
     served = "sha256:" + hashlib.sha256(body).hexdigest()
     if served != digest:
-        raise RegistryError(f"{url}: served bytes hashing to {served}, not {digest}")
-    return body, media
+        raise RegistryError(
+            f"{registry_auth.base_url(host)}/v2/{path}: served bytes hashing to {served}, not {digest}"
+        )
+    return body, headers.get("Content-Type", "")
+
+
+def manifest_digest(
+    host: str, repo: str, reference: str, auth: registry_auth.Credentials | None = None
+) -> str:
+    """The digest of the manifest the registry serves for ``reference`` (a tag or a digest): what a pull gets.
+
+    A GET, not a HEAD: the registry's ``Docker-Content-Digest`` is only believed when it is the sha256 of the
+    bytes it sent (a registry that omits the header is answered by the hash alone)."""
+    body, headers = _get(
+        host, f"{repo}/manifests/{reference}", MANIFESTS, auth or registry_auth.Credentials()
+    )
+    served = "sha256:" + hashlib.sha256(body).hexdigest()
+    claimed = headers.get("Docker-Content-Digest") or served
+    url = f"{registry_auth.base_url(host)}/v2/{repo}/manifests/{reference}"
+    if claimed != served:
+        raise RegistryError(f"{url}: the registry names digest {claimed} for a manifest hashing to {served}")
+    if reference.startswith("sha256:") and reference != served:
+        raise RegistryError(f"{url}: served bytes hashing to {served}, not {reference}")
+    return served
 
 
 def resolve(reference: str, auth: registry_auth.Credentials | None = None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import ipaddress
 import json
 import os
 import re
@@ -80,8 +81,18 @@ class Credential:
 
 
 def loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return name in ("localhost", "127.0.0.1", "[::1]")
+    """``host[:port]`` is this machine's loopback interface (plain HTTP there); containers/registry.py pushes
+    by this rule too, so the push and the check that reads it back agree."""
+    if host.startswith("["):
+        name = host[1 : host.index("]")]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def base_url(host: str) -> str:

@@ -89,7 +89,9 @@ def _candidate_in_bucket(files: dict[str, Path], key: str) -> str:
 
     s3 = boto3.client("s3")
     if "promotion-runs" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-        s3.create_bucket(Bucket="promotion-runs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"})
+        s3.create_bucket(
+            Bucket="promotion-runs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+        )
     fsspec.filesystem("s3", skip_instance_cache=True).put(
         str(files["candidate"]), f"promotion-runs/{key}", recursive=True
     )
