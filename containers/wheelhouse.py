@@ -38,9 +38,9 @@ def cache_dir() -> Path:
 def pins(image: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in path_for(image).read_text().splitlines():
-        if line and not line.startswith("#"):
+        if line and not line.startswith(("#", " ")):  # `name==version \`, then its indented --hash lines
             name, _, version = line.partition("==")
-            out[canonicalize_name(name)] = version
+            out[canonicalize_name(name)] = version.rstrip("\\").strip()
     return out
 
 
@@ -97,4 +97,26 @@ def prepare(image: str, *, empty: bool = False) -> Path:
         raise ContainerError(
             f"no wheel for {', '.join(lost)}: check `pip wheel` works for them on this machine"
         )
+    _check_hashes(target)
     return target
+
+
+def _check_hashes(folder: Path) -> None:
+    """Every wheel handed to the build has a sha256 the lock lists, as the build's `pip --require-hashes` will
+    demand: said here, naming the file, rather than as a pip error deep in the build log."""
+    import hashlib
+
+    from containers.requirements import lock_hashes
+
+    allowed = lock_hashes()
+    wrong = [
+        path.name
+        for (name, _), path in _wheels(folder).items()
+        if f"--hash=sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}" not in allowed.get(name, [])
+    ]
+    if wrong:
+        raise ContainerError(
+            f"{', '.join(sorted(wrong))}: not a file the lock (requirements/lock.txt) has a hash for: a wheel built "
+            "here from an sdist, or a cached file that changed. Delete it from "
+            f"{cache_dir()} to fetch it again; a package with no wheel on the index needs one published or vendored"
+        )
