@@ -77,8 +77,23 @@ def test_only_the_global_alert_rule_needs_the_residency_waiver(plans: dict[str, 
     assert "'global'" in finding
     today = dt.date(2026, 12, 3)
     loaded = waivers.load(rules=[r.name for r in ALL_RULES], today=today)
-    waiver = waivers.find(loaded, "eu-data-residency", resources[ALERT].urn, "azure-dev", today)
+    waiver = waivers.find(
+        loaded, "eu-data-residency", resources[ALERT].urn, "azure-dev", today, undetermined=False
+    )
     assert waiver is not None and waiver.expires <= today + waivers.MAX_VALIDITY
+    # It accepts the known 'global' location, not a location the check could not see.
+    assert (
+        waivers.find(loaded, "eu-data-residency", resources[ALERT].urn, "azure-dev", today, undetermined=True)
+        is None
+    )
     # The waiver names the rule's resource only: the action group or another stack is not covered.
-    assert waivers.find(loaded, "eu-data-residency", resources[GROUP].urn, "azure-dev", today) is None
-    assert waivers.find(loaded, "eu-data-residency", resources[ALERT].urn, "prod", today) is None
+    assert (
+        waivers.find(
+            loaded, "eu-data-residency", resources[GROUP].urn, "azure-dev", today, undetermined=False
+        )
+        is None
+    )
+    assert (
+        waivers.find(loaded, "eu-data-residency", resources[ALERT].urn, "prod", today, undetermined=False)
+        is None
+    )
