@@ -9,6 +9,7 @@ training image; ``python -m pipeline render`` prints them.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,20 @@ REGISTRY_CONFIG_DIR = "/etc/registry"
 SCHEDULES: Mapping[str, str] = {"dev": "0 3 * * *", "staging": "0 3 * * 1", "prod": "0 4 * * 1"}
 TIMEZONE = "Europe/Madrid"
 EXIT_PREEMPTED = 75
+# The trainer's namespace enforces Pod Security "restricted" (infra/k8s/workloads.py), and Argo runs workflow pods
+# as root unless told otherwise: without these the admission refuses every step's pod. The image's USER is numeric
+# (containers/training/Dockerfile), as runAsNonRoot needs; Argo's own init/wait containers get theirs from the
+# chart's `executor.securityContext` (infra/k8s/argo.py).
+# fsGroup: the `work` volume is a fresh, root-owned PVC; without the image's group on it the first step, running as
+# uid 10001, cannot write there ("Permission denied").
+IMAGE_UID = 10001
+POD_SECURITY: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "fsGroup": IMAGE_UID,
+    "fsGroupChangePolicy": "OnRootMismatch",
+}
+CONTAINER_SECURITY: Mapping[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 POOLS: Mapping[str, Mapping[str, Any]] = {
     "system": {"nodeSelector": {"platform.eu-ml/pool": "system"}, "tolerations": []},
     "gpu": {
@@ -76,6 +91,7 @@ def _container_template(
             "args": args[1:],
             "volumeMounts": [{"name": "work", "mountPath": WORK_MOUNT}],
             "resources": resources,
+            "securityContext": copy.deepcopy(dict(CONTAINER_SECURITY)),
         },
         **{
             k: list(v) if k == "tolerations" else dict(v)
@@ -138,6 +154,7 @@ def workflow_template(
         "spec": {
             "entrypoint": "retrain",
             "serviceAccountName": SERVICE_ACCOUNT,
+            "securityContext": copy.deepcopy(dict(POD_SECURITY)),
             **({"podMetadata": {"labels": dict(pod_labels)}} if pod_labels else {}),
             "arguments": {"parameters": [{"name": _param(k), "value": str(v)} for k, v in values.items()]},
             "volumeClaimTemplates": [

@@ -162,6 +162,8 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
         "serviceAccountName": cfg.service_account,
         "subdomain": cfg.name,  # with the Indexed Job's hostname `<name>-<index>`: a DNS name per pod
         "terminationGracePeriodSeconds": cfg.termination_grace_s,
+        # Pod Security "restricted" (the trainer's namespace enforces it): a RuntimeDefault seccomp profile.
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         "nodeSelector": dict(cfg.node_selector),
         "tolerations": tolerations(cfg),
         "containers": [
@@ -177,8 +179,14 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
                     {"name": "dshm", "mountPath": "/dev/shm"},
                     {"name": "output", "mountPath": cfg.output_dir},
                 ],
-                # The image runs as a numeric non-root user (containers/training/Dockerfile).
-                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
+                # The image runs as a numeric non-root user (containers/training/Dockerfile). The trainer's
+                # namespace enforces Pod Security "restricted" (infra/k8s/workloads.py): without the dropped
+                # capabilities and the pod's seccomp profile the admission refuses every pod of the Job.
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
             }
         ],
         "volumes": [

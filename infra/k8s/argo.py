@@ -7,6 +7,7 @@ so the cluster's pipeline and the local one cannot drift apart.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,6 +34,12 @@ ARGO_NAMESPACE = "argo"
 # rendered objects against (hera 7.1's models are generated from argo-workflows-4.0.5.json).
 ARGO_CHART_VERSION = "1.0.13"
 MODEL_STORE_PREFIX = "model-store"
+EXECUTOR_SECURITY: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 
 def argo_chart() -> HelmChart:
@@ -52,6 +59,9 @@ def argo_chart() -> HelmChart:
             },
             # No UI/API server: nothing to expose; `argo` CLI users go through the Kubernetes API.
             "server": {"enabled": False},
+            # Argo's init and wait containers in every workflow pod: the workflow namespace enforces Pod Security
+            # "restricted" (argoexec's USER is numeric, 8737), so they must satisfy it as the steps do.
+            "executor": {"securityContext": copy.deepcopy(dict(EXECUTOR_SECURITY))},
         },
     )
 

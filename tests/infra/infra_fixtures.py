@@ -42,6 +42,37 @@ class Plan:
         return (r for r in self.resources if r["custom"])
 
 
+# Not Kubernetes API objects: Helm releases are installed by the provider from their charts.
+NOT_OBJECTS = ("kubernetes:helm.sh/",)
+
+
+def json_numbers(value: Any) -> Any:
+    """The engine's numbers are floats (8000.0); the provider sends integral ones to the API as integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_numbers(v) for v in value]
+    return value
+
+
+def manifest(resource: dict[str, Any]) -> dict[str, Any]:
+    """A plan resource as the object the Kubernetes provider sends (apiVersion/kind from the type token)."""
+    _, group_version, kind = resource["type"].split(":")
+    api_version = group_version.removeprefix("core/")
+    return {**json_numbers(resource["inputs"]), "apiVersion": api_version, "kind": kind}
+
+
+def k8s_objects(plan: Plan, exclude: tuple[str, ...] = NOT_OBJECTS) -> list[dict[str, Any]]:
+    """Every Kubernetes object the plan declares, as sent to the API server."""
+    return [
+        manifest(r)
+        for r in plan.iter_custom()
+        if r["type"].startswith("kubernetes:") and not r["type"].startswith(("pulumi:", *exclude))
+    ]
+
+
 def aws_iam_definition() -> list[dict[str, Any]]:
     """AWS's service authorization reference as parliament ships it (policies/.venv): every action, its access
     level and resource types, per service prefix."""

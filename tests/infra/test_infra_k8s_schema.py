@@ -9,7 +9,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from infra_fixtures import STACKS, Plan
+from infra_fixtures import STACKS, Plan, k8s_objects
 
 from infra import plan as planner
 
@@ -26,34 +26,12 @@ EXPECTED_KINDS = {
     "Role",
     "RoleBinding",
 }
-# Not Kubernetes API objects: Helm releases are installed by the provider from their charts.
-NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:argoproj.io/")  # Argo's CRDs: test_infra_argo.py
-
-
-def _json_numbers(value: Any) -> Any:
-    """The engine's numbers are floats (8000.0); the provider sends integral ones to the API as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _json_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_numbers(v) for v in value]
-    return value
-
-
-def manifest(resource: dict[str, Any]) -> dict[str, Any]:
-    """A plan resource as the object the Kubernetes provider sends (apiVersion/kind from the type token)."""
-    _, group_version, kind = resource["type"].split(":")
-    api_version = group_version.removeprefix("core/")
-    return {**_json_numbers(resource["inputs"]), "apiVersion": api_version, "kind": kind}
+# Argo's CRDs are checked against Argo's schema in test_infra_argo.py.
+NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:argoproj.io/")
 
 
 def objects(plan: Plan) -> list[dict[str, Any]]:
-    return [
-        manifest(r)
-        for r in plan.iter_custom()
-        if r["type"].startswith("kubernetes:") and not r["type"].startswith(("pulumi:", *NOT_OBJECTS))
-    ]
+    return k8s_objects(plan, NOT_OBJECTS)
 
 
 def k8s_version(stack: str) -> str:

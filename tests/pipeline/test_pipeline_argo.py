@@ -96,3 +96,14 @@ def test_rendered_objects_are_valid_argo_and_kubernetes_objects() -> None:
             },
         }
         kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+
+
+def test_the_work_volume_belongs_to_the_group_the_steps_run_as() -> None:
+    # A fresh PVC is root-owned; the steps run as the image's numeric USER and write /work: the pod's fsGroup must be
+    # that user's group, or the first step fails with "Permission denied".
+    parser = DockerfileParser(path=str(ROOT / "containers" / "training" / "Dockerfile"))
+    users = [i["value"] for i in parser.structure if i["instruction"] == "USER"]
+    uid, _, gid = users[-1].partition(":")
+    spec = template()["spec"]
+    assert spec["securityContext"]["fsGroup"] == int(gid or uid) == argo.IMAGE_UID
+    assert {v["metadata"]["name"] for v in spec["volumeClaimTemplates"]} == {"work"}
