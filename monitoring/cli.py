@@ -111,16 +111,23 @@ def _drift(args: argparse.Namespace) -> int:
         ref, cur, threshold=threshold, reference_source=args.reference, current_source=args.current
     )
     rep = result.report
-    # The gauges are pushed before the report is uploaded: a bucket outage must not silence the alert.
+    # The gauges are pushed before the report is uploaded: a bucket outage must not silence the alert. A
+    # gateway outage must not lose the report either: it is uploaded, then the push error ends the job (exit 2).
+    push_failed: metrics.PushError | None = None
     with outputs.staged(args.out) as out_dir:
         drift.write(result, out_dir)
-        metrics.export(metrics.DRIFT_JOB, {"model": args.model},
-                       metrics.drift_gauges(args.model, rep["score"], rep["threshold"], rep["drift_detected"]),
-                       out_dir=out_dir, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+        try:
+            metrics.export(metrics.DRIFT_JOB, {"model": args.model},
+                           metrics.drift_gauges(args.model, rep["score"], rep["threshold"], rep["drift_detected"]),
+                           out_dir=out_dir, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
+        except metrics.PushError as exc:
+            push_failed = exc
     drifted = [k for k, v in rep["features"].items() if v["drifted"]]
     print(f"drift {'DETECTED' if rep['drift_detected'] else 'not detected'}: score {rep['score']} "
           f"(threshold {rep['threshold']}), drifted: {', '.join(drifted) or 'none'}; "
           f"{outputs.joined(args.out, 'drift.html')}")  # fmt: skip
+    if push_failed is not None:
+        raise push_failed
     return 1 if args.fail_on_drift and rep["drift_detected"] else 0
 
 

@@ -43,14 +43,45 @@ class DriftResult:
     snapshot: Any  # Evidently's Snapshot (its HTML is drift.html)
 
 
+# Values a record of this version can hold (monitoring/records.py); anything else is a broken writer or model.
+_BOUNDS = {"n_tokens": (0.0, float("inf")), "unk_share": (0.0, 1.0), "probability": (0.0, 1.0)}
+
+
+def _bad_values(frame: Any, name: str, col: str, bad: Any, what: str) -> InputError:
+    import numpy as np
+
+    pos = int(np.flatnonzero(bad.to_numpy())[0])
+    row = frame.iloc[pos]
+    where = f"record {pos + 1} of {len(frame)}" + (f", ts {row['ts']}" if "ts" in frame.columns else "")
+    return InputError(
+        f"{name}: {int(bad.sum())} record(s) have {what} in column {col} (first: {row[col]!r}, {where}); "
+        "records of this version always hold one: a broken writer or model, or not inference records"
+    )
+
+
 def _prepare(frame: Any, name: str) -> Any:
+    """Typed copy of the record columns; a missing, non-finite or out-of-range value is an InputError (exit 2):
+    Evidently drops NaN silently (a window of NaN probabilities read as "no drift") and the embedding's
+    classifier refuses it with a traceback."""
+    import numpy as np
+
     frame = frame.copy()
     for col in ("n_tokens", "unk_share", "probability", *EMBEDDING):
         try:
-            frame[col] = frame[col].astype(float)
+            values = frame[col].astype(float)
         except (TypeError, ValueError):
             raise InputError(f"{name}: column {col} is not numeric: records of another schema?") from None
+        if not np.isfinite(values).all():
+            raise _bad_values(frame, name, col, ~np.isfinite(values), "a missing or non-finite value")
+        low, high = _BOUNDS.get(col, (-np.inf, np.inf))
+        outside = (values < low) | (values > high)
+        if outside.any():
+            raise _bad_values(frame, name, col, outside, f"a value outside [{low:g}, {high:g}]")
+        frame[col] = values
     for col in CATEGORICAL:
+        missing = frame[col].isna()
+        if missing.any():
+            raise _bad_values(frame, name, col, missing, "no value")
         frame[col] = frame[col].astype(str)
     return frame
 
@@ -73,9 +104,6 @@ def compute(
     reference: Any, current: Any, *, threshold: float = DEFAULT_THRESHOLD,
     reference_source: str = "reference", current_source: str = "current",
 ) -> DriftResult:  # fmt: skip
-    from evidently import DataDefinition, Dataset, Report
-    from evidently.metrics import DriftedColumnsCount, ValueDrift
-
     if not 0 < threshold <= 1:
         raise InputError(f"threshold {threshold}: must be in (0, 1] (the share of drifted features)")
     for frame, name in ((reference, reference_source), (current, current_source)):
@@ -84,6 +112,9 @@ def compute(
                 f"{name}: {len(frame)} records are too few to judge drift; use a window of >= 10"
             )
     ref, cur = _prepare(reference, reference_source), _prepare(current, current_source)
+    from evidently import DataDefinition, Dataset, Report  # after the checks: bad input costs no import
+    from evidently.metrics import DriftedColumnsCount, ValueDrift
+
     definition = DataDefinition(numerical_columns=list(NUMERICAL), categorical_columns=list(CATEGORICAL))
     metrics = [ValueDrift(column=c) for c in COLUMNS]
     snapshot = Report([DriftedColumnsCount(columns=list(COLUMNS)), *metrics]).run(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from monitoring.errors import InputError
+
 DRIFT_JOB, QUALITY_JOB = "monitoring-drift", "monitoring-evaluate"
 
 # What our code exposes (name -> who writes it). The rules and the dashboard may use these...
@@ -45,6 +47,7 @@ EXTERNAL = {
         "kube_horizontalpodautoscaler_spec_max_replicas",
         "kube_job_status_failed",
         "kube_job_status_active",
+        "kube_job_complete",
         "kube_deployment_status_replicas_available",
     ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
@@ -65,6 +68,10 @@ def _registry_with(gauges: dict[str, tuple[str, dict[str, str], float]]) -> Any:
     return registry
 
 
+class PushError(InputError):
+    """The Pushgateway refused or could not be reached: the CLIs exit 2 with this message, not a traceback."""
+
+
 def export(
     job: str, grouping: dict[str, str], gauges: dict[str, tuple[str, dict[str, str], float]],
     *, out_dir: Path | None, pushgateway: str | None,
@@ -76,7 +83,14 @@ def export(
     if out_dir is not None:
         write_to_textfile(str(Path(out_dir) / "metrics.prom"), registry)
     if pushgateway:
-        push_to_gateway(pushgateway, job=job, grouping_key=grouping, registry=registry, timeout=10)
+        try:
+            push_to_gateway(pushgateway, job=job, grouping_key=grouping, registry=registry, timeout=10)
+        except OSError as exc:  # URLError, HTTPError (a 4xx/5xx answer), timeouts
+            raise PushError(
+                f"could not push the gauges of job {job} {grouping} to the Pushgateway {pushgateway} "
+                f"({type(exc).__name__}: {exc}): the alert rules do not see this run; check "
+                "MONITORING_PUSHGATEWAY_URL and that the gateway is up"
+            ) from exc
 
 
 def drift_gauges(

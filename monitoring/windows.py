@@ -59,9 +59,37 @@ def _files(url: str, since: Any = None) -> list[str]:
     return [fs.unstrip_protocol(p) for p in files]
 
 
+def _read(file: str) -> list[dict[str, Any]]:
+    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line."""
+    import fsspec
+
+    rows: list[dict[str, Any]] = []
+    try:
+        with fsspec.open(file, "r", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(
+                        f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
+                    ) from None
+                if not isinstance(row, dict):
+                    raise InputError(
+                        f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
+                        "records are one JSON object per line"
+                    )
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{file} is not UTF-8 text ({exc.reason}): a truncated or foreign file, not records"
+        ) from None
+    return rows
+
+
 def load(url: str, *, since: str | None = None, until: str | None = None) -> Any:
     """All records under `url` with since <= ts < until (ISO 8601 times, compared in UTC; either may be None)."""
-    import fsspec
     import pandas as pd
 
     start = parse_time(since, "--since") if since else None
@@ -69,18 +97,7 @@ def load(url: str, *, since: str | None = None, until: str | None = None) -> Any
     if start is not None and end is not None and start >= end:
         raise InputError(f"--since {since} is not before --until {until}: an empty window")
 
-    rows: list[dict[str, Any]] = []
-    for file in _files(url, start):
-        with fsspec.open(file, "r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
-                    ) from None
+    rows = [row for file in _files(url, start) for row in _read(file)]
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise InputError(f"{url}: no records found (is MONITORING_SAMPLE_RATE > 0, and the window right?)")

@@ -66,14 +66,34 @@ def test_promtool_unit_tests_pass(path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_every_alert_has_a_firing_and_a_silent_case_in_the_unit_tests() -> None:
-    firing, silent = set(), set()
+def _seconds(duration: str) -> float:
+    """A Prometheus duration (`90m`, `1h30m`, `45s`) in seconds."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(int(n) * units[u] for n, u in parts)
+
+
+def test_every_alert_fires_stays_quiet_and_resolves_in_the_unit_tests() -> None:
+    """Resolves: a case where the alert fires and, later on the same series, no longer does. An alert that
+    never resolves pages on-call again every repeat_interval (TrainingJobFailing kept firing for the 7 days
+    a completed Job with one retried pod stays in the cluster)."""
+    firing, silent, resolved = set(), set(), set()
     for path in RULE_TESTS:
         for case in yaml.safe_load(path.read_text())["tests"]:
-            for check in case.get("alert_rule_test", []):
-                (firing if check.get("exp_alerts") else silent).add(check["alertname"])
+            fired_at: dict[str, float] = {}
+            for check in sorted(case.get("alert_rule_test", []), key=lambda c: _seconds(c["eval_time"])):
+                name, at = check["alertname"], _seconds(check["eval_time"])
+                if check.get("exp_alerts"):
+                    firing.add(name)
+                    fired_at.setdefault(name, at)
+                else:
+                    silent.add(name)
+                    if name in fired_at and at > fired_at[name]:
+                        resolved.add(name)
     assert firing == set(alerts()), f"alerts never seen firing: {set(alerts()) - firing}"
     assert silent == set(alerts()), f"alerts never seen staying quiet: {set(alerts()) - silent}"
+    assert resolved == set(alerts()), f"alerts never seen resolving: {set(alerts()) - resolved}"
 
 
 def render(tmp_path: Path, **overrides) -> Path:
@@ -188,3 +208,17 @@ def test_queue_time_queries_watch_the_model_the_hpa_scales_on() -> None:
         m for t in texts for m in re.findall(r'nv_inference_queue_duration_us\{[^}]*model=\\?"(\w+)', t)
     }
     assert queue_models == {ENDPOINT}
+
+
+def test_every_rate_window_holds_four_scrapes_of_the_cluster_prometheus() -> None:
+    # rate() needs two samples in its window and is robust with four (infra/k8s/autoscaling.py): a window
+    # under 4 scrape intervals reads empty or jumpy on the cluster's Prometheus.
+    from infra.k8s.autoscaling import SAMPLES_PER_WINDOW, SCRAPE_INTERVAL_S
+
+    exprs = [(f"alert {name}", rule["expr"]) for name, rule in alerts().items()] + dashboard_exprs()
+    windows = [
+        (where, w) for where, expr in exprs for w in re.findall(r"\[(\w+)[:\]]", re.sub(r'"[^"]*"', "", expr))
+    ]
+    assert windows, "no range selector found: the extraction is broken"
+    short = [(where, w) for where, w in windows if _seconds(w) < SAMPLES_PER_WINDOW * SCRAPE_INTERVAL_S]
+    assert not short, f"range windows under {SAMPLES_PER_WINDOW} x {SCRAPE_INTERVAL_S} s: {short}"
