@@ -12,15 +12,20 @@ SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 PIP_FLAGS := --quiet --disable-pip-version-check
 PACKAGES := infra policies training serving monitoring promotion pipeline demo containers benchmarks
 
-.PHONY: help setup test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
+.PHONY: help setup envs test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 # --- environments -----------------------------------------------------------
 # Each environment is rebuilt only when its lock file changes (stamp files), so
 # a second `make setup` does nothing and returns in well under 10 s.
-setup: $(VENV)/.installed $(POLICY_VENV)/.installed $(CHECKOV_VENV)/.installed $(NPM_TOOLS)/node_modules/.installed  ## create/refresh the three virtualenvs and the node test tools
+setup: envs $(NPM_TOOLS)/node_modules/.installed  ## create/refresh the three virtualenvs and the node test tools
+
+# The three virtualenvs alone: what every target but `test` needs. The node tools are test tools
+# (Azurite, the SARIF validator): `make demo` on a machine without npm must not stop at `npm ci`.
+ENVS := $(VENV)/.installed $(POLICY_VENV)/.installed $(CHECKOV_VENV)/.installed
+envs: $(ENVS)
 
 # Every lock carries the sha256 of each file it allows (`make lock`); pip installs in
 # hash-checking mode, so a changed or substituted wheel fails the install.
@@ -54,6 +59,7 @@ $(NPM_TOOLS)/node_modules/.installed: $(NPM_TOOLS)/package-lock.json
 	cd $(NPM_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# uv (and requirements/plain_pins.py) run from .venv: a fresh clone builds it from the current locks first.
 # uv resolves for the machines the locks serve (CPython 3.11.7, x86-64 glibc 2.35+) and records the
 # hash of every file of each pinned release. An existing lock's versions are kept unless a
 # requirement forces a change (UPGRADE=1 moves everything to the newest allowed).
@@ -66,7 +72,7 @@ UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --no-header --python-ve
 	--python-platform x86_64-manylinux_2_35 --index-strategy unsafe-best-match --no-strip-extras $(if $(UPGRADE),--upgrade)
 LOCK_HEADER = \# $(1)\n\# Compiled by `make lock` (uv pip compile --generate-hashes) from $(2); do not edit.\n\# Installed with pip in hash-checking mode (make setup).\n
 
-lock:  ## recompile the hashed locks (requirements/*.txt) with uv after changing pyproject.toml or requirements/*.in
+lock: $(VENV)/.installed  ## recompile the hashed locks (requirements/*.txt) with uv after changing pyproject.toml or requirements/*.in
 	$(UV_COMPILE) $(TORCH_SOURCE) --all-extras pyproject.toml requirements/project.in -o requirements/lock.txt
 	$(UV_COMPILE) requirements/policies.in -o requirements/policies.lock.txt
 	$(UV_COMPILE) requirements/checkov.in -o requirements/checkov.lock.txt
@@ -79,10 +85,10 @@ lock:  ## recompile the hashed locks (requirements/*.txt) with uv after changing
 	  awk '/^torch==/{p=1} p&&!/^[ ]/&&!/^torch==/{p=0} p' requirements/lock.txt; } > requirements/torch-cpu.lock.txt
 
 # --- the two commands ------------------------------------------------------
-demo: setup  ## run the whole lifecycle locally (plan, policy, train, export, serve, promote)
+demo: envs  ## run the whole lifecycle locally (plan, policy, train, export, serve, monitor, promote)
 	$(PY) -m demo
 
-demo-fast: setup  ## the same lifecycle with the tiny `smoke` model (what CI runs; the gates reject it)
+demo-fast: envs  ## the same lifecycle with the tiny `smoke` model (what CI runs; the gates reject it)
 	$(PY) -m demo --fast
 
 test: setup  ## set up and run every test (unit + integration)
@@ -92,23 +98,25 @@ test-unit: setup  ## only the fast unit tests
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
 # --- the parts ---------------------------------------------------------------
-lint: setup  ## ruff, mypy (every package), hadolint, checkov over Dockerfiles, shellcheck over workflow scripts
+lint: envs  ## ruff, mypy (every package), hadolint, checkov over Dockerfiles, shellcheck over workflow scripts and .ci/run
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy $(PACKAGES)
 	$(PY) -m containers.lint
 	$(PY) -m containers.requirements --check
 	$(PY) -m containers.docs --check
-	@# shellcheck (Debian package) over every workflow `run:` script and .github/scripts/*.sh.
+	@# shellcheck (Debian package) over every workflow `run:` script and .github/scripts/*.sh, and CI's entry point.
 	$(PY) .github/scripts/shellcheck_runs.py
+	shellcheck .ci/run
 
-plan: setup  ## render every committed stack offline into reports/plan/<stack>.json
+plan: envs  ## render every committed stack offline into reports/plan/<stack>.json
 	$(PY) -m infra.plan --out reports/plan
 
 policy: plan  ## run the policy pack over every plan; compliance report in reports/
 	$(PY) -m policies.report --plans reports/plan --out reports
 
-bench: setup  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m benchmarks.train_gpu / serve_gpu)
+# benchmarks.policy reads the plans in reports/plan (benchmarks.plan renders into a temporary folder).
+bench: plan  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m benchmarks.train_gpu / serve_gpu)
 	$(PY) -m benchmarks.plan
 	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.train
@@ -117,11 +125,17 @@ bench: setup  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m 
 	$(PY) -m benchmarks.tune
 	$(PY) -m benchmarks.demo
 
-bench-images: setup  ## image build times and sizes (root + buildah); reports/bench/images.json
+bench-images: envs  ## image build times and sizes (root + buildah); reports/bench/images.json
 	$(PY) -m benchmarks.images
 
-images: setup  ## build the training and serving images (Docker if an engine runs, else buildah)
+images: envs  ## build the training and serving images (Docker if an engine runs, else buildah)
 	$(PY) -m containers.build $(IMAGES_ARGS)
 
-clean:  ## remove generated reports (not the venvs)
-	rm -rf reports
+# reports/ is git-ignored but holds committed benchmark runs (reports/bench/*.json) that the READMEs cite:
+# remove only what is not tracked (git clean -X); outside a git checkout, everything but reports/bench.
+clean:  ## remove generated reports (not the venvs, not the committed benchmark results)
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git clean -fdXq -- reports; \
+	else \
+	  [ ! -d reports ] || find reports -mindepth 1 -maxdepth 1 ! -name bench -exec rm -rf {} +; \
+	fi

@@ -6,7 +6,8 @@
 Runs `python -m demo` in a fresh interpreter with its outputs in a temporary folder (so it does
 not replace reports/demo), then records the total and per-stage seconds from its summary, the
 machine's core count and the 1-minute load average before and after (a busy machine explains a
-slow run). One run: noisy.
+slow run). One run: noisy. Ctrl-C, SIGTERM or SIGHUP reach the demo, which stops what it started; an
+interrupted run writes no JSON (exit 130).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,27 @@ import time
 from pathlib import Path
 
 BUDGET_S = 360.0
+INTERRUPTED = 130
+
+
+def run_demo(cmd: list[str]) -> int:
+    """The demo's exit code. A signal to this process is passed on and the demo is waited for: it stops its
+    moto server, tritonserver and commands itself (each in a session of its own, which nothing else stops).
+    subprocess.call SIGKILLed it 0.25 s after a Ctrl-C, and a SIGTERM (make cancelled) left it running."""
+    proc = subprocess.Popen(cmd)
+
+    def forward(signum: int, frame: object) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, forward) for sig in stop_signals}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back from here
+                signal.signal(sig, handler)
 
 
 def main() -> int:
@@ -42,9 +65,13 @@ def main() -> int:
         ]
         load_before = os.getloadavg()[0]
         start = time.monotonic()
-        code = subprocess.call([*cmd, *(["--fast"] if args.fast else [])])
+        code = run_demo([*cmd, *(["--fast"] if args.fast else [])])
         wall = time.monotonic() - start
-        summary = json.loads((Path(tmp) / "reports" / "demo" / "summary.json").read_text())
+        summary_path = Path(tmp) / "reports" / "demo" / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    if code == INTERRUPTED or code < 0:
+        print(f"benchmarks.demo: the demo was interrupted (exit {code}): {out} not written", file=sys.stderr)
+        return INTERRUPTED
     result = {
         "benchmark": "demo",
         "preset": summary.get("preset"),

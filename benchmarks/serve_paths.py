@@ -220,11 +220,13 @@ def interleaved(
     served_acc: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         servers = {}
-        for key, (precision, topology) in VARIANTS.items():
-            repo = Path(tmp) / key
-            build(bundle, repo, options=build_options(precision, topology, settings[topology]))
-            servers[key] = TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
         try:
+            # Started inside the try: a server that fails to start (or Ctrl-C meanwhile) must not leave the
+            # ones already running (each in a session of its own) serving from a deleted folder.
+            for key, (precision, topology) in VARIANTS.items():
+                repo = Path(tmp) / key
+                build(bundle, repo, options=build_options(precision, topology, settings[topology]))
+                servers[key] = TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
             for server in servers.values():
                 measure_level(server.grpc_url, texts, 1, requests=16)  # warm the stubs and ORT
             per_round = max(8, requests // rounds)

@@ -11,18 +11,10 @@ the summary reports), 1 when a stage failed (named, with its log kept).
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 from demo.pipeline import DemoConfig, run
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM (CI cancelling the job, `docker stop`, systemd) takes the Ctrl-C path: the running
-    command's process group, Triton and the moto server are stopped and the summary is written."""
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         "--quiet", action="store_true", help="only the stage lines on the console (logs keep everything)"
     )
     args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C, SIGTERM (CI cancelling the job, `docker stop`) and SIGHUP (terminal closed) take the same path:
+    # the running command's process group, Triton and the moto server are stopped, the summary is written.
     return run(DemoConfig(reports=args.reports, work=args.work, fast=args.fast, quiet=args.quiet))
 
 

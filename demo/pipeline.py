@@ -23,11 +23,19 @@ from typing import Any
 from demo import report
 from demo.bucket import MotoS3
 from demo.monitor import LOGS_BUCKET, clean_texts, server_environment, stage_monitor
-from demo.stages import Runner, StageFailed, missing_tools
+from demo.stages import Runner, StageFailed, missing_tools, stop_signals_interrupt
 
 PY = sys.executable
 DATA_BUCKET, CHECKPOINT_BUCKET = "eu-ml-demo-data", "eu-ml-demo-checkpoints"
 TOTAL_STAGES = 6
+# The demo runs on a laptop, outside CI (where these tools turn their calls home off by themselves): MLflow
+# sends usage telemetry with a persistent installation id (~/.config/mlflow/telemetry.json) unless told not
+# to (it reads DO_NOT_TRACK only as "true"), and Checkov asks PyPI for a newer version on every run.
+OFFLINE_ENV = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +121,10 @@ def stage_train(r: Runner, cfg: DemoConfig, summary: dict[str, Any], s3: MotoS3)
             timeout_s=cfg.train_timeout_s, ok_codes=(0, 75),
         )  # fmt: skip
         if code == 75:
-            r.fail("training was preempted (exit 75); rerun `make demo` to resume from the bucket checkpoint")
+            r.fail(
+                "training was preempted (exit 75); the demo's bucket and work folder last one run, so `make demo` "
+                "starts over (on a cluster the Job's rerun resumes from the bucket's checkpoint)"
+            )
         metrics = _read(cfg.train_dir / "metrics.json")
         checkpoints = s3.list(CHECKPOINT_BUCKET, "sentiment/")
         summary["train"] = {
@@ -256,11 +267,18 @@ def stage_promote(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
 
 
 def run(cfg: DemoConfig) -> int:
+    """Ctrl-C, SIGTERM and SIGHUP stop it (exit 130) after stopping what it started; later signals wait."""
+    with stop_signals_interrupt():
+        return _run(cfg)
+
+
+def _run(cfg: DemoConfig) -> int:
     started = time.time()
     for path in (cfg.out, cfg.work):
         shutil.rmtree(path, ignore_errors=True)
     cfg.out.mkdir(parents=True)
     r = Runner(logs=cfg.out / "logs", total=TOTAL_STAGES, quiet=cfg.quiet)
+    r.env.update(OFFLINE_ENV)
     summary: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "preset": cfg.preset,
@@ -290,7 +308,7 @@ def run(cfg: DemoConfig) -> int:
         summary["failed_stage"] = {
             "name": r.stages[-1].name if r.stages else "start",
             "why": "interrupted",
-            "log": "",
+            "log": str(r.stages[-1].log) if r.stages else "",
         }
         code = 130
     finally:

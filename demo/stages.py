@@ -11,11 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 # What the stages start that `make setup` cannot install: {binary on PATH: Debian package}. tritonserver comes
@@ -36,6 +38,54 @@ def missing_tools() -> list[str]:
     except Exception as exc:  # noqa: BLE001 - reported, with the wheel's own message
         missing.append(f"tritonserver ({exc}; `make setup` installs it)")
     return missing
+
+
+# Ctrl-C, CI cancelling the job (SIGTERM) and a closed terminal or dropped SSH session (SIGHUP): each stops the
+# demo the same way. Only the first one interrupts: the ones after it must not cut short the stopping of what
+# the demo started (Triton drains for up to 20 s, a training run checkpoints on SIGTERM), or the moto server,
+# tritonserver and the rest, each in a session of its own, outlive the demo.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _note(text: str) -> None:
+    # os.write, not print: a signal may arrive in the middle of a print (no re-entry into its buffer), and
+    # after SIGHUP the terminal is gone.
+    with suppress(OSError):
+        os.write(2, text.encode())
+
+
+def _stopping(signum: int, frame: FrameType | None) -> None:
+    _note(f"demo: signal {signum} ignored: already stopping what it started\n")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) is _interrupt:
+            signal.signal(sig, _stopping)
+    _note(f"\ndemo: signal {signum}: stopping what it started (up to a minute)\n")
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Within: the first of STOP_SIGNALS raises KeyboardInterrupt, the later ones are reported and ignored.
+    A signal ignored on entry stays ignored (`nohup make demo` survives the hang-up it asked to survive). The
+    previous handlers come back on leaving (in-process callers, tests). Main thread only, as Python's signal
+    handlers are; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {
+        sig: signal.signal(sig, _interrupt)
+        for sig in STOP_SIGNALS
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back from here
+                signal.signal(sig, handler)
 
 
 class StageFailed(Exception):
@@ -73,7 +123,8 @@ class Runner:
     _log: IO[str] | None = None
 
     def say(self, text: str) -> None:
-        print(text, flush=True)
+        with suppress(OSError):  # a closed terminal (SIGHUP) must not stop the stopping; the logs keep it all
+            print(text, flush=True)
 
     @contextmanager
     def stage(self, name: str, title: str) -> Iterator[StageRecord]:
@@ -88,6 +139,9 @@ class Runner:
                 yield rec
             except StageFailed:
                 rec.status = "failed"
+                raise
+            except KeyboardInterrupt:
+                rec.status = "interrupted"
                 raise
             except Exception as exc:  # a bug or an unexpected input: still name the stage and keep the log
                 rec.status = "failed"
@@ -130,8 +184,9 @@ class Runner:
             for line in proc.stdout:
                 self._log.write(line)
                 if echo and not self.quiet:
-                    sys.stdout.write("        " + line)
-                    sys.stdout.flush()
+                    with suppress(OSError):
+                        sys.stdout.write("        " + line)
+                        sys.stdout.flush()
                 if time.monotonic() > deadline:
                     raise subprocess.TimeoutExpired(cmd, timeout_s)
             code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))

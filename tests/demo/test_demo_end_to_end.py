@@ -12,29 +12,13 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
+from demo_processes import MARKER
+from demo_processes import marked as _marked
 
 from demo.monitor import WINDOW_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-MARKER = "EU_ML_DEMO_LEAK_CHECK"
-
-
-def _marked(marker: str) -> list[psutil.Process]:
-    """Live processes carrying this run's marker in their environment: every process the demo
-    started inherits it, even in a session of its own and re-parented to init after the demo
-    exited (which a walk over the test's descendants would miss)."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARKER) == marker:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return found
 
 
 def _demo(tmp_path: Path, marker: str) -> subprocess.Popen[str]:

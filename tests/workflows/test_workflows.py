@@ -273,3 +273,15 @@ def test_shellcheck_catches_a_broken_run_script(tmp_path: Path) -> None:
 def test_make_lint_runs_shellcheck() -> None:
     lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
     assert ".github/scripts/shellcheck_runs.py" in lint
+
+
+def test_the_test_job_installs_what_ci_run_installs() -> None:
+    # The demo's preflight and the alert, registry and image tests start these binaries: a package .ci/run installs
+    # and the workflow does not is a red pull request that passes here.
+    script = (ROOT / ".ci" / "run").read_text()
+    listed = re.search(r"^for pkg in ([^;]+);", script, re.MULTILINE)
+    assert listed, ".ci/run's package loop not found"
+    wanted = set(listed.group(1).split()) - {"docker.io"}  # the runner image ships Docker Engine
+    runs = " ".join(s.get("run", "") for s in _load("ci.yml")["jobs"]["test"]["steps"])
+    installed = set(re.findall(r"apt-get install ([^&|;]+)", runs)[0].split())
+    assert wanted <= installed, f"the test job does not install {sorted(wanted - installed)}"
