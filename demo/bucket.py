@@ -20,10 +20,15 @@ REGION = "eu-south-2"
 
 class MotoS3:
     def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        # The port is picked when the server starts, not now: the demo builds this object minutes before the
+        # train stage starts moto, time enough for another process to take a port picked early.
+        self.port = 0
         self.log = log
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -36,21 +41,36 @@ class MotoS3:
             "AWS_DEFAULT_REGION": REGION,
         }
 
-    def start(self, timeout_s: float = 60.0) -> MotoS3:
-        out = self.log.open("a")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    def start(self, timeout_s: float = 60.0, tries: int = 3) -> MotoS3:
+        """Start moto on a free port; a port taken between the pick and the bind (moto exits) gets a new pick."""
+        for attempt in range(1, tries + 1):
+            self.port = free_port()
+            if self._start_on_port(timeout_s):
+                return self
+            if attempt == tries:
+                raise RuntimeError(
+                    f"moto server exited {self.proc.returncode if self.proc else '?'}: see {self.log}"
+                )
+        raise AssertionError("unreachable")
+
+    def _start_on_port(self, timeout_s: float) -> bool:
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"moto server exited {self.proc.returncode}: see {self.log}")
+                return False
             try:
+                # A stranger on the port answers 404 here (HTTPError, an OSError), and our moto exits on the bind.
                 with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2):
-                    return self
+                    if self.proc.poll() is None:
+                        return True
             except OSError:
                 time.sleep(0.3)
+        kill_group(self.proc)
         raise RuntimeError(f"moto server not answering on {self.endpoint} after {timeout_s:.0f} s")
 
     def stop(self) -> None:

@@ -99,6 +99,9 @@ def scan(
         "BC_SKIP_MAPPING": "TRUE",
         "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false",
         "LOG_LEVEL": "ERROR",
+        # Offline means offline: without it Checkov asks PyPI for a newer release on every run (and caches the
+        # answer under ~/.cache/checkov).
+        "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true",
     }
     proc = subprocess.run(
         cmd, capture_output=True, text=True, check=False, env=env, cwd=REPO_ROOT, timeout=TIMEOUT_S
