@@ -21,7 +21,8 @@ from infra.k8s.netpol import default_deny, dns_egress, identity_and_https_egress
 from infra.k8s.serving import RESTRICTED
 from infra.shape import POOL_SELECTORS, ServiceAccountRef
 
-JOB_USER = 1000
+# The jobs run `python -m monitoring` in the training image: its USER (containers/training/Dockerfile).
+JOB_USER = 10001
 # A day of finished Jobs to read logs from; three of each outcome in the history.
 TTL_AFTER_FINISHED_S = 86_400
 HISTORY = 3

@@ -26,6 +26,8 @@ STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 60
 CLIENT_NAMESPACE_LABEL = "platform.eu-ml/triton-client"
 # KEDA (dev scale-to-zero): keep one replica during Madrid office hours, none at night and at weekends.
 WORKING_HOURS = {"timezone": "Europe/Madrid", "start": "0 8 * * 1-5", "end": "0 20 * * 1-5"}
+# The serving image's USER (containers/serving/Dockerfile): the pod runs as the user the image was built for.
+SERVING_UID = 10002
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
     "pod-security.kubernetes.io/audit": "restricted",
@@ -148,9 +150,9 @@ class TritonServing(pulumi.ComponentResource):
                         automount_service_account_token=False,
                         security_context=k8s.core.v1.PodSecurityContextArgs(
                             run_as_non_root=True,
-                            run_as_user=1000,
-                            run_as_group=1000,
-                            fs_group=1000,
+                            run_as_user=SERVING_UID,
+                            run_as_group=SERVING_UID,
+                            fs_group=SERVING_UID,
                             seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
                         ),
                         node_selector=dict(placement.node_selector),
