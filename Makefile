@@ -10,6 +10,13 @@ CHECKOV_VENV := .venvs/checkov
 NPM_TOOLS := tools/npm
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PIP_FLAGS := --quiet --disable-pip-version-check
+# The locks are resolved for CPython 3.11 (`make lock`); another minor (Ubuntu 24.04's python3 is 3.12) would
+# fail halfway through pip on a pinned wheel it cannot use. Said before any virtualenv is made.
+PYTHON_MINOR := 3.11
+define check_python
+@v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+  [ "$$v" = "$(PYTHON_MINOR)" ] || { echo "make: PYTHON=$(PYTHON) is Python $${v:-(not found)}; the locks are resolved for Python $(PYTHON_MINOR): install it and run make PYTHON=python$(PYTHON_MINOR) ..." >&2; exit 2; }
+endef
 PACKAGES := infra policies training serving monitoring promotion pipeline demo containers benchmarks
 
 .PHONY: help setup envs test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
@@ -33,6 +40,7 @@ envs: $(ENVS)
 # it is installed first and alone (--no-deps: only torch is looked up on that index), then the
 # full lock finds it installed.
 $(VENV)/.installed: requirements/lock.txt requirements/torch-cpu.lock.txt
+	$(check_python)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_FLAGS) --require-hashes --no-deps -r requirements/torch-cpu.lock.txt
 	$(VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/lock.txt
@@ -43,12 +51,14 @@ $(VENV)/.installed: requirements/lock.txt requirements/torch-cpu.lock.txt
 # The CrossGuard pack gets its own venv (pulumi-policy pins protobuf 5, which
 # onnx and tritonclient cannot share), exactly as `pulumi preview --policy-pack` expects.
 $(POLICY_VENV)/.installed: requirements/policies.lock.txt
+	$(check_python)
 	$(PYTHON) -m venv $(POLICY_VENV)
 	$(POLICY_VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/policies.lock.txt
 	touch $@
 
 # Checkov pins packaging<24, which breaks pulumi: it lives apart too.
 $(CHECKOV_VENV)/.installed: requirements/checkov.lock.txt
+	$(check_python)
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install $(PIP_FLAGS) --require-hashes -r requirements/checkov.lock.txt
 	touch $@

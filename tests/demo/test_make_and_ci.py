@@ -208,3 +208,22 @@ def test_ci_run_passes_shellcheck() -> None:
         ["shellcheck", str(ROOT / ".ci" / "run")], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_setup_with_another_python_says_which_one_it_needs(tmp_path: Path) -> None:
+    """The locks are resolved for Python 3.11: with another python3 (Ubuntu 24.04: 3.12) `make setup` made the
+    virtualenvs and failed deep inside pip. It now stops first, naming the version and the PYTHON= fix."""
+    root = _scratch_make(tmp_path)
+    for name in VENV_STAMPS:
+        (root / name).unlink()
+    fake = tmp_path / "python3.12"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = -c ]; then echo 3.12; exit 0; fi\necho "fake python: $*" >&2\nexit 0\n'
+    )
+    fake.chmod(0o755)
+    result = subprocess.run(["make", "setup", f"PYTHON={fake}"], cwd=root, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert result.returncode != 0
+    assert "is Python 3.12; the locks are resolved for Python 3.11" in result.stderr
+    assert "PYTHON=python3.11" in result.stderr
+    assert "fake python: -m venv" not in result.stderr  # stopped before making any virtualenv
