@@ -86,3 +86,21 @@ def aws_iam_definition() -> list[dict[str, Any]]:
         )
     data: list[dict[str, Any]] = json.loads(found[0].read_text())
     return data
+
+
+def launch_config(plan: Plan, **overrides: Any) -> Any:
+    """The training Job's launch config as `python -m training launch` builds it from a stack's outputs."""
+    from training import launch
+
+    out = plan["outputs"]
+    gpu = out["pool_selectors"]["gpu"]
+    return launch.LaunchConfig(
+        namespace=out["trainer_namespace"],
+        service_account=out["trainer_service_account"],
+        node_selector=gpu["nodeSelector"],
+        tolerations=tuple(gpu["tolerations"]),
+        checkpoint_uri=f"{out['checkpoint_bucket_uri']}/sentiment-train",
+        cloud=out["cloud"],
+        image=out["training_image"],
+        **overrides,
+    )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from infra_fixtures import STACKS, Plan, k8s_objects
+from infra_fixtures import STACKS, Plan, k8s_objects, launch_config
 
 from tests.k8s_api.names import labels as label_errors
 from tests.k8s_api.objects import assert_accepted, helm_values_errors
@@ -134,18 +134,7 @@ def test_the_training_job_rendered_from_the_plans_outputs_is_accepted(
 ) -> None:
     from training import launch
 
-    out = plans[stack]["outputs"]
-    gpu = out["pool_selectors"]["gpu"]
-    cfg = launch.LaunchConfig(
-        namespace=out["trainer_namespace"],
-        service_account=out["trainer_service_account"],
-        node_selector=gpu["nodeSelector"],
-        tolerations=tuple(gpu["tolerations"]),
-        checkpoint_uri=f"{out['checkpoint_bucket_uri']}/sentiment-train",
-        cloud=out["cloud"],
-        image=out["training_image"],
-        nodes=2,
-    )
+    cfg = launch_config(plans[stack], nodes=2)
     restricted = restricted_namespaces(k8s_objects(plans[stack]))
     assert cfg.namespace in restricted
     assert_accepted(launch.render(cfg), restricted)

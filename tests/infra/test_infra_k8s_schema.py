@@ -9,7 +9,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from infra_fixtures import STACKS, Plan, k8s_objects
+from infra_fixtures import STACKS, Plan, k8s_objects, launch_config
 
 from infra import plan as planner
 
@@ -60,17 +60,7 @@ def test_the_training_job_rendered_from_the_plans_outputs_is_valid(
 ) -> None:
     from training import launch
 
-    out = plans[stack]["outputs"]
-    gpu = out["pool_selectors"]["gpu"]
-    cfg = launch.LaunchConfig(
-        namespace=out["trainer_namespace"],
-        service_account=out["trainer_service_account"],
-        node_selector=gpu["nodeSelector"],
-        tolerations=tuple(gpu["tolerations"]),
-        checkpoint_uri=f"{out['checkpoint_bucket_uri']}/sentiment-train",
-        cloud=out["cloud"],
-        image=out["training_image"],
-    )
+    cfg = launch_config(plans[stack])
     rendered = launch.render(cfg)
     assert "Job" in {m["kind"] for m in rendered}
     for m in rendered:
