@@ -7,30 +7,20 @@ the Dockerfile's ENV and no CI marker.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from dockerfile_parse import DockerfileParser
 
+from tests.offline import env_outside_ci
+
 ROOT = Path(__file__).resolve().parents[2]
-CI_MARKERS = (
-    "CI",
-    "GITHUB_ACTIONS",
-    "PYTEST_CURRENT_TEST",
-    "GITLAB_CI",
-    "JENKINS_URL",
-    "BUILDKITE",
-    "TF_BUILD",
-)
 PROBE = "from mlflow.telemetry.utils import is_telemetry_disabled as off; raise SystemExit(0 if off() else 1)"
 
 
 def decision(env: dict[str, str]) -> int:
-    base = {
-        k: v for k, v in os.environ.items() if k not in CI_MARKERS and not k.startswith(("MLFLOW_", "DO_NOT"))
-    }
+    base = env_outside_ci("MLFLOW_", "DO_NOT")
     return subprocess.run(
         [sys.executable, "-c", PROBE], env={**base, **env}, check=False, timeout=120
     ).returncode

@@ -8,21 +8,13 @@ environment), with the CI markers removed and HOME in a scratch folder.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.offline import env_outside_ci
+
 ROOT = Path(__file__).resolve().parents[2]
-CI_MARKERS = (
-    "CI",
-    "GITHUB_ACTIONS",
-    "PYTEST_CURRENT_TEST",
-    "GITLAB_CI",
-    "JENKINS_URL",
-    "BUILDKITE",
-    "TF_BUILD",
-)
 
 PROBE = """
 import os, sys
@@ -58,7 +50,7 @@ sys.exit(p.run(p.DemoConfig(reports=root / "reports", work=root / "work", fast=T
 def test_the_demo_runs_its_commands_with_telemetry_and_update_checks_off(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in CI_MARKERS} | {"HOME": str(home)}
+    env = env_outside_ci() | {"HOME": str(home)}
     result = subprocess.run(
         [sys.executable, "-c", DEMO, str(tmp_path), PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=180,

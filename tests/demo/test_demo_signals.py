@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,23 @@ def _wait_for_training(proc: subprocess.Popen[str], marker: str, timeout_s: floa
     )
 
 
+@contextmanager
+def _demo_in_training(
+    tmp_path: Path, cleanup_file: str = "", terminal: Terminal | None = None, nohup: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """The demo, started and waited for until it trains; whatever the test does, nothing it started outlives
+    the test."""
+    marker = uuid.uuid4().hex
+    proc = _start(tmp_path, marker, cleanup_file, terminal=terminal, nohup=nohup)
+    try:
+        _wait_for_training(proc, marker)
+        yield proc, marker
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_marked(marker)
+
+
 def _finish(proc: subprocess.Popen[str], tmp_path: Path, marker: str) -> tuple[str, dict]:
     try:
         out = proc.communicate(timeout=90)[0] or ""
@@ -129,18 +148,11 @@ def test_a_closed_terminal_stops_the_demo_and_what_it_started(tmp_path: Path) ->
     """SIGHUP (terminal closed, SSH dropped) killed the demo on the spot: moto and the training run, each in
     a session of its own, kept running with no one to stop them. The terminal is gone as well: the demo's
     last lines to it must not turn the orderly stop into a traceback."""
-    marker = uuid.uuid4().hex
     terminal = Terminal()
-    proc = _start(tmp_path, marker, terminal=terminal)
-    try:
-        _wait_for_training(proc, marker)
+    with _demo_in_training(tmp_path, terminal=terminal) as (proc, marker):
         terminal.hang_up()
         proc.send_signal(signal.SIGHUP)
         _, summary = _finish(proc, tmp_path, marker)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_marked(marker)
     logs = "\n".join(
         p.read_text()[-1500:] for p in sorted((tmp_path / "reports" / "demo" / "logs").glob("*.log"))
     )
@@ -156,11 +168,8 @@ def test_a_closed_terminal_stops_the_demo_and_what_it_started(tmp_path: Path) ->
 def test_a_second_signal_does_not_cut_the_stopping_short(tmp_path: Path) -> None:
     """Ctrl-C, then Ctrl-C again (and SIGTERM, SIGHUP) while the demo stops what it started: the later
     signals interrupted the clean-up, so the moto server was never stopped and no summary was written."""
-    marker = uuid.uuid4().hex
     stopping = tmp_path / "stopping"
-    proc = _start(tmp_path, marker, str(stopping))
-    try:
-        _wait_for_training(proc, marker)
+    with _demo_in_training(tmp_path, str(stopping)) as (proc, marker):
         proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 60
         while not stopping.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -170,10 +179,6 @@ def test_a_second_signal_does_not_cut_the_stopping_short(tmp_path: Path) -> None
             proc.send_signal(sig)
             time.sleep(0.2)
         out, summary = _finish(proc, tmp_path, marker)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_marked(marker)
     assert proc.returncode == 130, out[-3000:]
     assert "already stopping" in out
     assert summary["failed_stage"]["why"] == "interrupted"
@@ -183,18 +188,11 @@ def test_a_second_signal_does_not_cut_the_stopping_short(tmp_path: Path) -> None
 @pytest.mark.integration
 def test_nohup_still_keeps_the_demo_through_a_hang_up(tmp_path: Path) -> None:
     """`nohup make demo`: SIGHUP ignored on entry stays ignored; Ctrl-C (SIGINT) still stops it in order."""
-    marker = uuid.uuid4().hex
-    proc = _start(tmp_path, marker, nohup=True)
-    try:
-        _wait_for_training(proc, marker)
+    with _demo_in_training(tmp_path, nohup=True) as (proc, marker):
         proc.send_signal(signal.SIGHUP)
         time.sleep(2)
         assert proc.poll() is None, "a nohup'ed demo stopped on SIGHUP"
         proc.send_signal(signal.SIGINT)
         out, summary = _finish(proc, tmp_path, marker)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_marked(marker)
     assert proc.returncode == 130, out[-3000:]
     assert [(s["name"], s["status"]) for s in summary["stages"]] == [("train", "interrupted")]

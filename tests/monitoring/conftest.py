@@ -23,3 +23,8 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("run") / "manifest.json"
     path.write_text(json.dumps(load(DataConfig()).manifest))
     return path
+
+
+def prom_lines(out: Path) -> set[str]:
+    """The samples of the metrics.prom a monitoring job wrote to `out` (comments dropped)."""
+    return {line for line in (out / "metrics.prom").read_text().splitlines() if not line.startswith("#")}
