@@ -52,6 +52,7 @@ EXTERNAL = {
         "kube_cronjob_next_schedule_time",
         "kube_cronjob_status_last_schedule_time",
         "kube_cronjob_status_last_successful_time",
+        "kube_deployment_spec_replicas",
         "kube_deployment_status_replicas_available",
     ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
