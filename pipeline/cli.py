@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 from pathlib import Path
 
 from pipeline import dag
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
 
 def _param_args(p: argparse.ArgumentParser) -> None:
@@ -39,8 +41,10 @@ def _run(args: argparse.Namespace) -> int:
     from pipeline import runner
 
     params = _params(args, args.force)
-    if args.mode not in ("train", "tune"):
-        print(f"error: --mode must be train or tune, got {args.mode!r}", file=sys.stderr)
+    bad = runner.problems(params)
+    for problem in bad:
+        print(f"error: {problem}", file=sys.stderr)
+    if bad:
         return EXIT_USAGE
     if args.dry_run:
         for item in runner.plan(params):
@@ -50,8 +54,17 @@ def _run(args: argparse.Namespace) -> int:
             if item["condition"]:
                 print(f"    decides: {item['condition']}")
         return 0
-    record = runner.run(params)
+    signal.signal(signal.SIGTERM, _interrupt)  # a cancelled CI job: stop the step, keep the run record
+    try:
+        record = runner.run(params)
+    except KeyboardInterrupt:
+        print("interrupted: the run record says where it stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 1 if record["outcome"].startswith("failed") else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -37,6 +37,46 @@ def _decision(work: Path, name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
+def problems(params: dag.Params) -> list[str]:
+    """What is wrong with the run's parameters, checked before any step runs (and by --dry-run).
+
+    Each step reads its own parameters, but the last ones (`images`, `promote`) only after training: an
+    unknown `--env` or `--local yes` used to fail there, exit 2, once the training and the export had run."""
+    from promotion.config import load_config
+    from promotion.errors import ConfigError
+
+    found = []
+    if params.mode not in ("train", "tune"):
+        found.append(f"--mode must be train or tune, got {params.mode!r}")
+    for name in ("local", "force"):
+        if getattr(params, name) not in ("true", "false"):
+            found.append(f"--{name} must be true or false, got {getattr(params, name)!r}")
+    try:
+        age = float(params.max_model_age_days)
+    except ValueError:
+        age = -1.0
+    if not age >= 0 or age == float("inf"):
+        found.append(f"--max-model-age-days must be a number of days >= 0, got {params.max_model_age_days!r}")
+    if params.mode == "tune":
+        for name in ("trials", "trial_timeout"):
+            value = getattr(params, name)
+            if not (value.isdigit() and int(value) > 0):
+                found.append(f"--{name.replace('_', '-')} must be a whole number > 0, got {value!r}")
+    try:  # the `promote` step's own gate config (promotion/gates.toml) names the environments
+        load_config(None).environment(params.env)
+    except ConfigError as exc:
+        found.append(f"--env {params.env}: {exc}")
+    if params.local == "false":
+        from pipeline.images import parse
+
+        for name in ("training_image", "serving_image"):
+            try:
+                parse(getattr(params, name))
+            except ValueError as exc:
+                found.append(f"--{name.replace('_', '-')} (needed with --local false): {exc}")
+    return found
+
+
 def plan(params: dag.Params) -> list[dict[str, Any]]:
     """--dry-run: the steps, their commands and conditions, nothing evaluated."""
     work = Path(params.work)
@@ -63,6 +103,9 @@ def run(
     ``commands`` replaces a step's argv (tests fake only the genuinely external image build this way).
     """
     dag.check()
+    bad = problems(params)
+    if bad:
+        raise ValueError("; ".join(bad))
     commands = commands or {}
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
@@ -72,10 +115,14 @@ def run(
     status: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     conditions: list[dict[str, Any]] = []
+    interrupted = False
     for step in dag.STEPS:
         blocked = [d for d in step.depends if status[d] != "succeeded"]
         entry: dict[str, Any] = {"step": step.name}
-        if blocked:
+        if interrupted:
+            status[step.name] = "skipped"
+            entry.update(status="skipped", why="the run was interrupted")
+        elif blocked:
             status[step.name] = "skipped"
             entry.update(status="skipped", why=", ".join(f"{d} {status[d]}" for d in blocked))
         elif step.when and _flag_file(work, step.when).read_text(encoding="utf-8").strip() != "true":
@@ -85,10 +132,16 @@ def run(
             cmd = list(commands.get(step.name) or argv(step, params, str(_flag_file(work, step.name))))
             echo(f"RUN  {step.name}: {' '.join(cmd)}")
             t0 = dt.datetime.now(dt.UTC)
-            rc = _execute(python_argv(cmd), work / "logs" / f"{step.name}.log", echo)
+            # Ctrl-C, or SIGTERM through the CLI: the step is stopped and the record still says where.
+            try:
+                rc = _execute(python_argv(cmd), work / "logs" / f"{step.name}.log", echo)
+            except KeyboardInterrupt:
+                interrupted, rc = True, 130
             seconds = (dt.datetime.now(dt.UTC) - t0).total_seconds()
             status[step.name] = "succeeded" if rc == 0 else "failed"
             entry.update(status=status[step.name], exit_code=rc, seconds=round(seconds, 1), command=cmd)
+            if interrupted:
+                entry["why"] = "interrupted"
             if step.condition and rc == 0:
                 value = _flag_file(work, step.name).read_text(encoding="utf-8").strip() == "true"
                 reasons = _decision(work, step.name)
@@ -108,6 +161,8 @@ def run(
     }
     record["record_uri"] = write_record(record, params)
     echo(f"outcome: {record['outcome']} (record {record['record_uri']})")
+    if interrupted:
+        raise KeyboardInterrupt(record["record_uri"])
     return record
 
 
@@ -132,10 +187,15 @@ def _execute(cmd: Sequence[str], log: Path, echo: Callable[[str], None]) -> int:
     with open(log, "w", encoding="utf-8") as f:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            f.write(line)
-            if not line.startswith(("train:", "Writing model shards")):  # progress bars stay in the log
-                echo("     | " + line.rstrip())
+        try:
+            for line in proc.stdout:
+                f.write(line)
+                if not line.startswith(("train:", "Writing model shards")):  # progress bars stay in the log
+                    echo("     | " + line.rstrip())
+        except KeyboardInterrupt:
+            proc.terminate()  # a SIGTERM to the runner alone never reached the step
+            proc.wait()
+            raise
         return proc.wait()
 
 

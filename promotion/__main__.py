@@ -20,7 +20,7 @@ from pathlib import Path
 from promotion.config import load_config
 from promotion.errors import PromotionError
 from promotion.evidence import load_evidence
-from promotion.stackconfig import update_stack_config
+from promotion.stackconfig import check_stack_config, update_stack_config
 from promotion.store import ModelStore, default_store
 
 
@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.env} serves: {live[-1].version if live else 'nothing'}")
             return 0
         if args.command == "rollback":
+            if args.stack_config:
+                check_stack_config(args.stack_config, load_config(args.config).environment(args.env).stack)
             outcome = ops.rollback(
                 args.env,
                 store=store,
@@ -186,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             config = load_config(args.config)
             env = config.environment(args.env)
+            if args.stack_config and args.command == "promote":
+                check_stack_config(args.stack_config, env.stack)
             evidence = load_evidence(
                 args.candidate,
                 bundle=args.bundle,

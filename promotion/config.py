@@ -43,12 +43,16 @@ class GateConfig:
             "max_int8_accuracy_drop",
         ):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value):
+            if not _is_number(value) or not math.isfinite(value):
                 raise ConfigError(f"gates.{name}={value!r}: must be a finite number")
         for name in ("champion_tolerance", "parity_atol", "max_int8_accuracy_drop"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"gates.{name}={getattr(self, name)!r}: must be >= 0 (it is a tolerance)")
-        if not isinstance(self.max_loadtest_errors, int) or self.max_loadtest_errors < 0:
+        if (
+            not isinstance(self.max_loadtest_errors, int)
+            or isinstance(self.max_loadtest_errors, bool)
+            or self.max_loadtest_errors < 0
+        ):
             raise ConfigError(
                 f"gates.max_loadtest_errors={self.max_loadtest_errors!r}: must be an integer >= 0"
             )
@@ -71,11 +75,18 @@ class EnvironmentConfig:
     """Whose load test judges the candidate: that environment's promotion record names it (prod: staging)."""
 
     def __post_init__(self) -> None:
-        if not self.name or not self.stack:
+        if not self.name or not isinstance(self.stack, str) or not self.stack:
             raise ConfigError(
                 f'environment {self.name!r}: `stack` must name a Pulumi stack (e.g. stack = "dev")'
             )
-        if not isinstance(self.slo_p99_ms, int | float) or not self.slo_p99_ms > 0:
+        # TOML has real booleans: a quoted "false" is a non-empty string, which Python would take as true
+        # (allow_local_run = "false" allowed local runs).
+        for key in ("require_approval", "allow_local_run"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(
+                    f"environments.{self.name}.{key}={getattr(self, key)!r}: must be true or false, unquoted"
+                )
+        if not _is_number(self.slo_p99_ms) or not self.slo_p99_ms > 0:
             raise ConfigError(
                 f"environments.{self.name}.slo_p99_ms={self.slo_p99_ms!r}: must be a number > 0"
             )
@@ -107,7 +118,13 @@ class PromotionConfig:
         }
 
 
-def _build(cls: type, section: str, values: dict[str, Any], **extra: Any) -> Any:
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _build(cls: type, section: str, values: Any, **extra: Any) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(f"[{section}] must be a table of keys, not {values!r}")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -126,15 +143,17 @@ def parse_config(data: dict[str, Any]) -> PromotionConfig:
         raise ConfigError(
             f"unknown top-level table(s) {', '.join(unknown)}: use [gates] and [environments.NAME]"
         )
-    gates = _build(GateConfig, "gates", dict(data.get("gates", {})))
+    gates = _build(GateConfig, "gates", data.get("gates", {}))
     envs_raw = data.get("environments") or {}
+    if not isinstance(envs_raw, dict):
+        raise ConfigError("`environments` must be tables: [environments.NAME]")
     if not envs_raw:
         raise ConfigError("no [environments.NAME] table: at least one environment must be configured")
     envs = {
         name: _build(
             EnvironmentConfig,
             f"environments.{name}",
-            {k: v for k, v in raw.items() if k != "name"},
+            {k: v for k, v in raw.items() if k != "name"} if isinstance(raw, dict) else raw,
             name=name,
         )
         for name, raw in envs_raw.items()

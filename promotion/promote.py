@@ -270,8 +270,18 @@ def rollback(
             f"the registry's {environment} alias is version {live} but the promotion history says {current.version}: "
             "someone moved the alias by hand; fix it with `MlflowClient().set_registered_model_alias` first"
         )
+    restored = store.read_record(previous.record_id)
+    # Checked before anything is written: a rollback record for a version the registry cannot point at
+    # would claim a rollback that never happened (and each retry would add another).
+    if not registry.has_version(store.model, previous.version):
+        raise RegistryError(
+            f"cannot roll {environment} back to version {previous.version} of {store.model}: it no longer exists in "
+            f"the registry {registry.uri} (deleted). Nothing was changed. To serve that model again, promote its "
+            f"candidate anew (`python -m promotion promote --env {environment} --candidate "
+            f"{(restored['lineage'].get('inputs') or {}).get('candidate')} ...`), which registers a new version"
+        )
     record = rollback_record(
-        restored=store.read_record(previous.record_id),
+        restored=restored,
         restored_version=previous.version,
         from_version=current.version,
         from_record=current.record_id,

@@ -108,6 +108,19 @@ class Registry:
                 "--registry-uri and that the server answers, then rerun"
             ) from exc
 
+    def has_version(self, name: str, version: str) -> bool:
+        """Whether `name` version `version` still exists (a version can be deleted in the registry's UI)."""
+        from mlflow.exceptions import MlflowException
+
+        with self._reachable(f"look up version {version} of {name}"):
+            try:
+                self._client.get_model_version(name, version)
+            except MlflowException as exc:
+                if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                    return False
+                raise
+        return True
+
     def alias_version(self, name: str, alias: str) -> str | None:
         from mlflow.exceptions import MlflowException
 

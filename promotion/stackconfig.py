@@ -31,8 +31,13 @@ def set_serving_image(text: str, image: str) -> str:
     """Return `text` with `<project>:serving: {image: ...}` set to `image`."""
     if not _PINNED.fullmatch(image):
         raise PromotionError(f"{image!r} is not an image pinned by digest (<repo>@sha256:<64 hex>)")
+    from ruamel.yaml.error import YAMLError
+
     yaml = _yaml()
-    doc = yaml.load(text)
+    try:
+        doc = yaml.load(text)
+    except YAMLError as exc:
+        raise PromotionError(f"the stack config is not valid YAML: {exc}") from None
     config = (doc or {}).get("config") or {}
     blocks = [key for key in config if str(key).endswith(":serving")]
     if not blocks:
@@ -50,6 +55,27 @@ def set_serving_image(text: str, image: str) -> str:
     out = io.StringIO()
     yaml.dump(doc, out)
     return out.getvalue()
+
+
+def check_stack_config(path: Path, stack: str) -> None:
+    """Refuse, before anything is promoted or rolled back, a file the digest could not go into afterwards, or
+    one of another stack: dev's image written into Pulumi.prod.yaml would reach prod through the pull request
+    without staging or an approval."""
+    expected = f"Pulumi.{stack}.yaml"
+    if path.name != expected:
+        raise PromotionError(
+            f"--stack-config {path}: this environment deploys stack {stack!r}, whose config is {expected}"
+        )
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PromotionError(
+            f"--stack-config {path} cannot be read ({exc.strerror}): nothing was changed"
+        ) from None
+    try:
+        set_serving_image(text, "sha256:" + "0" * 64)
+    except PromotionError as exc:
+        raise PromotionError(f"--stack-config {path}: {exc}; nothing was changed") from None
 
 
 def update_stack_config(path: Path, image: str) -> bool:

@@ -22,6 +22,10 @@ from promotion.errors import PromotionError
 from promotion.evidence import join, read_bytes, write_bytes
 
 DEFAULT_STORE = "runs/model-store"
+_RESTORE = (
+    "restore it from the bucket's object versions or a backup (the records in records/ hold every decision); "
+    "nothing was changed"
+)
 
 
 def default_store() -> str:
@@ -66,16 +70,35 @@ class ModelStore:
         return read_bytes(join(self.root, self.model, "records", f"{record_id}.{name}"))
 
     def read_record(self, record_id: str) -> dict[str, Any]:
-        raw = read_bytes(self.record_uri(record_id))
+        uri = self.record_uri(record_id)
+        raw = read_bytes(uri)
         if raw is None:
-            raise PromotionError(
-                f"record {self.record_uri(record_id)} not found: is --store the same as at promotion?"
-            )
-        return json.loads(raw)
+            raise PromotionError(f"record {uri} not found: is --store the same as at promotion?")
+        record = _load(raw, uri, "promotion record")
+        # Champion metrics, lineage and rollbacks are read from here: a hand-edited record must fail as bad input
+        # (exit 2, naming the file), not as a KeyError that exits 1 like a gate's rejection.
+        if not isinstance(record.get("lineage"), dict):
+            raise PromotionError(f"promotion record {uri} has no `lineage` object: {_RESTORE}")
+        return record
 
     def events(self, environment: str) -> list[dict[str, Any]]:
-        raw = read_bytes(self.history_uri(environment))
-        return list(json.loads(raw)["events"]) if raw else []
+        uri = self.history_uri(environment)
+        raw = read_bytes(uri)
+        if raw is None:
+            return []
+        events = _load(raw, uri, "promotion history").get("events")
+        if not isinstance(events, list) or not all(
+            isinstance(e, dict)
+            and e.get("action") in ("promote", "rollback")
+            and e.get("record_id")
+            and "version" in e
+            for e in events
+        ):
+            raise PromotionError(
+                f"promotion history {uri}: `events` must be a list of promote/rollback events with version and "
+                f"record_id: {_RESTORE}"
+            )
+        return list(events)
 
     def append_event(self, environment: str, event: dict[str, Any]) -> None:
         # Read-modify-write: object stores have no append. Promotions of one
@@ -101,3 +124,13 @@ class ModelStore:
         if not stack:
             return None
         return stack[-1], self.read_record(stack[-1].record_id)
+
+
+def _load(raw: bytes, uri: str, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PromotionError(f"{what} {uri} is not valid JSON ({exc}): {_RESTORE}") from None
+    if not isinstance(doc, dict):
+        raise PromotionError(f"{what} {uri} is not a JSON object: {_RESTORE}")
+    return doc

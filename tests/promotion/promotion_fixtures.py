@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from tests.conftest import free_port
 
 MANIFEST_SHA = "a" * 64
 DIGEST_T = "sha256:" + "1" * 64
@@ -174,3 +184,52 @@ class RecordingDeployer:
 
     def rollback(self, image: str | None) -> None:
         self._step("rollback", image)
+
+
+def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
+    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with stop_server."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}"]
+        + ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its workers are its children: stopped together, by this group's id
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2).close()  # noqa: S310 (loopback)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_server(proc)
+                pytest.fail(f"mlflow server did not answer on {url} (exit {proc.poll()})")
+            time.sleep(0.25)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def candidate_in_bucket(candidate: Path, key: str) -> str:
+    """The candidate run folder in (moto's) S3, as the pipelines give it: a tracking server needs that."""
+    import boto3
+    import fsspec
+
+    s3 = boto3.client("s3")
+    if "promotion-runs" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(
+            Bucket="promotion-runs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
+        )
+    fsspec.filesystem("s3", skip_instance_cache=True).put(
+        str(candidate), f"promotion-runs/{key}", recursive=True
+    )
+    return f"s3://promotion-runs/{key}"

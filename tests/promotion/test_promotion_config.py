@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from promotion.config import GateConfig, load_config, parse_config
+from promotion.config import DEFAULT_CONFIG, GateConfig, load_config, parse_config
 from promotion.errors import ConfigError
 
 
@@ -28,6 +28,11 @@ def test_default_config_loads() -> None:
         ),
         ({"gates": {"typo": 1}, "environments": {"dev": {"stack": "dev", "slo_p99_ms": 1}}}, "unknown key"),
         ({"gates": {}, "environments": {}}, "at least one environment"),
+        (
+            {"gates": 1, "environments": {"dev": {"stack": "dev", "slo_p99_ms": 1}}},
+            r"\[gates\] must be a table",
+        ),
+        ({"environments": ["dev"]}, r"must be tables: \[environments.NAME\]"),
         ({"environments": {"dev": {"stack": "dev"}}}, "slo_p99_ms"),
         ({"environments": {"dev": {"stack": "dev", "slo_p99_ms": 0}}}, "must be a number > 0"),
         (
@@ -58,3 +63,26 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_frozen() -> None:
     with pytest.raises(AttributeError):
         GateConfig().metric = "f1"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # A quoted "false" is a non-empty string: it used to switch these on (local runs into staging).
+        (('allow_local_run = false\n\n[environments.prod]', 'allow_local_run = "false"\n\n[environments.prod]'),
+         r"environments\.staging\.allow_local_run='false': must be true or false, unquoted"),
+        (("require_approval = true", 'require_approval = "false"'), "require_approval='false'"),
+        (("max_loadtest_errors = 0", "max_loadtest_errors = true"), "max_loadtest_errors=True"),
+        (("parity_atol = 1e-4", "parity_atol = true"), "parity_atol=True: must be a finite number"),
+        (('stack = "dev"', "stack = 1"), "`stack` must name a Pulumi stack"),
+        # Was: AttributeError / TypeError tracebacks (exit 1).
+        (("[environments.dev]\n", "[environments]\ndev = 1\n[environments.dev2]\n"), r"\[environments.dev\] must be a table"),
+    ],
+)  # fmt: skip
+def test_wrong_types_in_gates_toml_are_refused(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
+    text = DEFAULT_CONFIG.read_text()
+    assert edit[0] in text
+    path = tmp_path / "gates.toml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

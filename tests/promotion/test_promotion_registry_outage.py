@@ -10,16 +10,18 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from promotion_fixtures import RecordingDeployer, policy_report, write_json
+from promotion_fixtures import (
+    RecordingDeployer,
+    candidate_in_bucket,
+    mlflow_server,
+    policy_report,
+    stop_server,
+    write_json,
+)
 
 from promotion import promote as ops
 from promotion.config import load_config
@@ -30,38 +32,6 @@ from promotion.store import ModelStore
 from tests.conftest import free_port
 
 
-def _mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}"]
-        + ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its workers are its children: stopped together, by this group's id
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=2).close()  # noqa: S310 (loopback)
-            return proc, url
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop(proc)
-                pytest.fail(f"mlflow server did not answer on {url} (exit {proc.poll()})")
-            time.sleep(0.25)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 class _RegistryDiesAfterSmoke(RecordingDeployer):
     def __init__(self, server: subprocess.Popen) -> None:
         super().__init__()
@@ -69,7 +39,7 @@ class _RegistryDiesAfterSmoke(RecordingDeployer):
 
     def smoke(self, image: str) -> bytes | None:
         out = super().smoke(image)
-        _stop(self.server)
+        stop_server(self.server)
         return out
 
 
@@ -80,22 +50,6 @@ def _evidence(files: dict[str, Path], candidate: str, tmp: Path) -> Evidence:
         policy_report=str(write_json(tmp / "dev.json", policy_report("dev"))),
         build_record=str(files["build_record"]),
     )
-
-
-def _candidate_in_bucket(files: dict[str, Path], key: str) -> str:
-    """The candidate run folder in (moto's) S3, as the pipelines give it: a tracking server needs that."""
-    import boto3
-    import fsspec
-
-    s3 = boto3.client("s3")
-    if "promotion-runs" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-        s3.create_bucket(
-            Bucket="promotion-runs", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
-        )
-    fsspec.filesystem("s3", skip_instance_cache=True).put(
-        str(files["candidate"]), f"promotion-runs/{key}", recursive=True
-    )
-    return f"s3://promotion-runs/{key}"
 
 
 @pytest.mark.integration
@@ -109,7 +63,7 @@ def test_an_unreachable_registry_stops_before_anything_is_deployed(
     calls: list[str] = []
     with pytest.raises(RegistryError, match="could not register a version of m-registry-down"):
         ops.promote(
-            _evidence(evidence_files, _candidate_in_bucket(evidence_files, "down"), tmp_path), load_config(),
+            _evidence(evidence_files, candidate_in_bucket(evidence_files["candidate"], "down"), tmp_path), load_config(),
             "dev", store=store, registry=down, deployer=RecordingDeployer(calls=calls),
         )  # fmt: skip
     assert calls == []  # was: `pulumi up` ran, then an MlflowException traceback and no record
@@ -126,9 +80,9 @@ def test_a_tracking_server_registry_local_sources_and_an_outage_after_the_deploy
     pytest.importorskip("uvicorn", reason="`mlflow server` needs uvicorn (in the project's lock)")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
-    candidate = _candidate_in_bucket(evidence_files, "run1")
+    candidate = candidate_in_bucket(evidence_files["candidate"], "run1")
     store = ModelStore(str(tmp_path / "store"), "m-outage")
-    server, url = _mlflow_server(tmp_path / "mlflow.db")
+    server, url = mlflow_server(tmp_path / "mlflow.db")
     try:
         # What the precheck stands for: the server itself refuses a local source.
         client = MlflowClient(tracking_uri=url, registry_uri=url)
@@ -151,7 +105,7 @@ def test_a_tracking_server_registry_local_sources_and_an_outage_after_the_deploy
                 store=store, registry=Registry(url), deployer=deployer,
             )  # fmt: skip
     finally:
-        _stop(server)
+        stop_server(server)
     assert [c.split()[0] for c in deployer.calls] == ["up", "smoke"], raised.value
     live = store.deployed("dev")
     assert [d.version for d in live] == ["1"]  # was: [] while version 1 served dev

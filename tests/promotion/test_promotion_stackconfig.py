@@ -63,3 +63,28 @@ def test_promote_then_rollback_moves_the_stack_image(evidence_files: dict[str, P
     assert first.endswith("1" * 64) and second.endswith("9" * 64)
     assert main(["rollback", *common, "--reason", "bad p99 in dev"]) == 0
     assert yaml.safe_load(stack_file.read_text())["config"]["eu-ml-platform:serving"]["image"] == first
+
+
+@pytest.mark.parametrize("name", ["Pulumi.prod.yaml", "missing/Pulumi.dev.yaml", "broken/Pulumi.dev.yaml"])
+def test_a_wrong_stack_config_is_refused_before_anything_moves(
+    evidence_files: dict[str, Path], tmp_path: Path, name: str
+) -> None:
+    # Was: dev's digest written into Pulumi.prod.yaml (exit 0: a pull request taking it to prod without staging
+    # or an approval), or a traceback (exit 1) once the alias had moved and the history named the new version.
+    stack_file = tmp_path / name
+    if name.startswith("broken/"):
+        stack_file.parent.mkdir()
+        stack_file.write_text("config:\n  eu-ml-platform:serving: [\n")
+    elif not name.startswith("missing/"):
+        shutil.copy(ROOT / name, stack_file)
+    before = stack_file.read_text() if stack_file.exists() else None
+    store = tmp_path / "store"
+    args = ["promote", "--env", "dev", "--store", str(store), "--model-name", "m-wrong-stack",
+            "--registry-uri", f"sqlite:///{tmp_path}/mlflow.db", "--stack-config", str(stack_file),
+            "--candidate", str(evidence_files["candidate"]), "--loadtest", str(evidence_files["loadtest"]),
+            "--policy-report", str(evidence_files["policy_report"]),
+            "--build-record", str(evidence_files["build_record"]),
+            "--deploy-command", "true", "--smoke-command", "true"]  # fmt: skip
+    assert main(args) == 2
+    assert (stack_file.read_text() if stack_file.exists() else None) == before
+    assert not store.exists()  # no record, no history, nothing registered under it
