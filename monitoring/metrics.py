@@ -56,6 +56,9 @@ EXTERNAL = {
         "kube_deployment_status_replicas_available",
     ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
+    # The retraining WorkflowTemplate's own gauge (pipeline/argo.py PIPELINE_METRIC), which Argo's controller
+    # serves with its custom-metric prefix.
+    "argo-workflows": ("argo_workflows_ml_pipeline_succeeded",),
 }
 KNOWN = set(OWN) | {name for names in EXTERNAL.values() for name in names}
 

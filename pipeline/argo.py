@@ -33,6 +33,16 @@ REGISTRY_CONFIG_DIR = "/etc/registry"
 SCHEDULES: Mapping[str, str] = {"dev": "0 3 * * *", "staging": "0 3 * * 1", "prod": "0 4 * * 1"}
 TIMEZONE = "Europe/Madrid"
 EXIT_PREEMPTED = 75
+# A run takes minutes to about two hours (tune: trials x trial timeout, 8 x 15 min by default). One still going
+# after 12 h waits on something that will not come (a GPU pod Pending with no spot capacity, a hung step), and
+# with the CronWorkflow's concurrencyPolicy Forbid it would skip every later run in silence. At the deadline Argo
+# fails the run, which the gauge below reports.
+RUN_DEADLINE_S = 12 * 3600
+# Each finished run sets this gauge for its environment: 1 succeeded, 0 failed, errored or hit the deadline. The
+# controller serves it as argo_workflows_<name> (Argo prefixes custom metrics); monitoring/rules/training.yaml's
+# RetrainingPipelineFailed reads it. A Workflow is no Kubernetes Job: the training alerts do not see it.
+PIPELINE_METRIC = "ml_pipeline_succeeded"
+PIPELINE_METRIC_HELP = "1 if the last retraining pipeline run of the environment succeeded, 0 if not"
 # The trainer's namespace enforces Pod Security "restricted" (infra/k8s/workloads.py), and Argo runs workflow pods
 # as root unless told otherwise: without these the admission refuses every step's pod. The image's USER is numeric
 # (containers/training/Dockerfile), as runAsNonRoot needs; Argo's own init/wait containers get theirs from the
@@ -178,11 +188,25 @@ def workflow_template(
             ],
             "podGC": {"strategy": "OnWorkflowSuccess"},
             "ttlStrategy": {"secondsAfterCompletion": 7 * 24 * 3600},
+            "activeDeadlineSeconds": RUN_DEADLINE_S,
+            "metrics": {"prometheus": [_outcome_gauge(environment, ok) for ok in (True, False)]},
             "templates": [
                 {"name": "retrain", "dag": {"tasks": [_task(s) for s in dag.STEPS]}},
                 *(_container_template(s, images, params.preset, pools) for s in dag.STEPS),
             ],
         },
+    }
+
+
+def _outcome_gauge(environment: str, succeeded: bool) -> dict[str, Any]:
+    """Workflow-level metrics are emitted once the run ends; `when` picks the value (same name and help: one
+    series per environment)."""
+    return {
+        "name": PIPELINE_METRIC,
+        "help": PIPELINE_METRIC_HELP,
+        "labels": [{"key": "environment", "value": environment}],
+        "when": f"{{{{workflow.status}}}} {'==' if succeeded else '!='} Succeeded",
+        "gauge": {"value": "1" if succeeded else "0", "realtime": False},
     }
 
 

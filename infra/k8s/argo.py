@@ -34,6 +34,7 @@ ARGO_NAMESPACE = "argo"
 # rendered objects against (hera 7.1's models are generated from argo-workflows-4.0.5.json).
 ARGO_CHART_VERSION = "1.0.13"
 MODEL_STORE_PREFIX = "model-store"
+ARGO_METRICS_PORT = 9090
 EXECUTOR_SECURITY: Mapping[str, Any] = {
     "runAsNonRoot": True,
     "allowPrivilegeEscalation": False,
@@ -56,6 +57,14 @@ def argo_chart() -> HelmChart:
             "controller": {
                 "nodeSelector": system,
                 "workflowNamespaces": [render.NAMESPACE],
+                # The pipeline's own gauge (pipeline/argo.py PIPELINE_METRIC) is served by the controller; the
+                # prometheus chart scrapes annotated pods, as it does Triton and DCGM. Off by default in the chart.
+                "metricsConfig": {"enabled": True, "port": ARGO_METRICS_PORT, "path": "/metrics"},
+                "podAnnotations": {
+                    "prometheus.io/scrape": "true",
+                    "prometheus.io/port": str(ARGO_METRICS_PORT),
+                    "prometheus.io/path": "/metrics",
+                },
             },
             # No UI/API server: nothing to expose; `argo` CLI users go through the Kubernetes API.
             "server": {"enabled": False},

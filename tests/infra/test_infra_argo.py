@@ -9,6 +9,7 @@ also survive a round trip unchanged (a misspelt field would vanish and fail the 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from infra.k8s import argo as infra_argo
 from infra.shape import POOL_SELECTORS
 from pipeline import argo, dag
 
+ROOT = Path(__file__).resolve().parents[2]
 hera = pytest.importorskip(
     "hera.workflows.models", reason="hera (Argo's schema as models) is a dev dependency"
 )
@@ -195,3 +197,50 @@ def test_a_gpu_step_on_aks_tolerates_the_spot_taint() -> None:
     train = next(t for t in template["spec"]["templates"] if t["name"] == "train")
     assert spot in train["tolerations"]
     assert template["spec"]["podMetadata"] == {"labels": {"azure.workload.identity/use": "true"}}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_run_reports_its_outcome_to_the_failure_alert_through_a_scraped_controller(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    """A failed retrain was silent: the training alerts watch Kubernetes Jobs, and a Workflow runs none. Each run
+    now sets a gauge; the controller must serve it (metrics off by default in the chart), Prometheus must scrape
+    the controller (annotations, as for Triton), and the alert must read the gauge by Argo's exported name."""
+    plan = plans[stack]
+    gauges = argo_objects(plan)["WorkflowTemplate"]["spec"]["metrics"]["prometheus"]
+    assert {g["name"] for g in gauges} == {argo.PIPELINE_METRIC}
+    assert {g["gauge"]["value"]: g["when"] for g in gauges} == {
+        "1": "{{workflow.status}} == Succeeded",
+        "0": "{{workflow.status}} != Succeeded",
+    }
+    assert all(g["labels"] == [{"key": "environment", "value": plan.doc["environment"]}] for g in gauges)
+    rules = yaml.safe_load((ROOT / "monitoring" / "rules" / "training.yaml").read_text())["groups"][0][
+        "rules"
+    ]
+    (alert,) = [r for r in rules if r.get("alert") == "RetrainingPipelineFailed"]
+    assert f"argo_workflows_{argo.PIPELINE_METRIC}" in alert["expr"] and "by (environment)" in alert["expr"]
+    (release,) = [
+        r["inputs"] for r in plan.iter_custom()
+        if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == "argo-workflows"
+    ]  # fmt: skip
+    controller = _ints(release["values"]["controller"])
+    assert controller["metricsConfig"]["enabled"] is True
+    annotations = controller["podAnnotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == controller["metricsConfig"]["port"]
+    assert annotations["prometheus.io/path"] == controller["metricsConfig"]["path"]
+
+
+def test_a_stuck_run_ends_before_the_next_one_is_due() -> None:
+    """concurrencyPolicy Forbid skips a scheduled run while the last one still runs: a run stuck on a Pending GPU
+    pod would stop retraining for good, in silence. The deadline fails it (and the gauge reports it) first."""
+    for environment, schedule in argo.SCHEDULES.items():
+        minute, hour, *_ = schedule.split()
+        assert minute.isdigit() and hour.isdigit(), f"{environment}: runs more often than daily ({schedule})"
+    template = argo.workflow_template(
+        training_image="r/training@sha256:" + "0" * 64, environment="dev", params=dag.Params()
+    )
+    assert_valid_argo(template)
+    assert template["spec"]["activeDeadlineSeconds"] == argo.RUN_DEADLINE_S < 24 * 3600
+    cron = argo.cron_workflow("dev")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
