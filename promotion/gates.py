@@ -59,7 +59,8 @@ def beats_baseline(metrics: dict[str, Any], cfg: GateConfig) -> GateResult:
             "fail",
             None,
             threshold,
-            f"metrics.json lacks test.{cfg.metric} or baselines.tfidf_logreg.{cfg.metric}: retrain with the current trainer",
+            f"metrics.json has no finite test.{cfg.metric} or baselines.tfidf_logreg.{cfg.metric} (missing, or NaN/inf "
+            "from a diverged run): retrain with the current trainer",
         )
     margin = round(candidate - baseline, 6)
     ok = margin >= threshold

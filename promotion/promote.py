@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
 from promotion.record import build_record, rollback_record, validate_record
 from promotion.registry import Registry
-from promotion.store import ModelStore
+from promotion.store import ModelStore, to_json
 
 # The load test the smoke check ran against the live endpoint, stored beside the record.
 LIVE_LOADTEST = "post-deploy-loadtest.json"
@@ -307,4 +306,4 @@ def rollback(
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2) + "\n"
+    return to_json(obj)

@@ -14,6 +14,7 @@ serves, the entry below it is where a rollback goes.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,25 @@ from promotion.errors import PromotionError
 from promotion.evidence import join, read_bytes, write_bytes
 
 DEFAULT_STORE = "runs/model-store"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(obj: Any) -> str:
+    """A record or history as strict JSON. A diverged run's metrics.json holds NaN, which Python writes as a bare
+    `NaN` that jq, JavaScript and most JSON tools refuse: the record an auditor reads would not open. Non-finite
+    numbers become null (the gates already fail on them, saying so)."""
+    return json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n"
+
+
 _RESTORE = (
     "restore it from the bucket's object versions or a backup (the records in records/ hold every decision); "
     "nothing was changed"
@@ -56,7 +76,7 @@ class ModelStore:
         uri = self.record_uri(record["record_id"])
         if read_bytes(uri) is not None:
             raise PromotionError(f"record {uri} exists: records are immutable, a new decision needs a new id")
-        write_bytes(uri, (json.dumps(record, indent=2, sort_keys=False) + "\n").encode())
+        write_bytes(uri, to_json(record).encode())
         write_bytes(self.record_uri(record["record_id"], "md"), card_markdown.encode())
         return uri
 
@@ -106,7 +126,7 @@ class ModelStore:
         events = [*self.events(environment), event]
         write_bytes(
             self.history_uri(environment),
-            (json.dumps({"environment": environment, "events": events}, indent=2) + "\n").encode(),
+            to_json({"environment": environment, "events": events}).encode(),
         )
 
     def deployed(self, environment: str) -> list[Deployed]:

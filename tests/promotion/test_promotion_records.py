@@ -199,3 +199,38 @@ def test_records_in_a_bucket(evidence_files: dict[str, Path], s3_env: str, tmp_p
     assert [d.version for d in store.deployed("dev")] == ["1"]
     with pytest.raises(PromotionError, match="immutable"):
         store.write_record(record, "")
+
+
+def _strict_json(text: str) -> object:
+    """RFC 8259 JSON: no NaN or Infinity, which Python writes by default and jq, JavaScript and JSON Schema
+    tools refuse."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_diverged_run_is_rejected_in_a_record_that_stays_json(
+    evidence_files: dict[str, Path], tmp_path: Path, registry: Registry, capsys
+) -> None:
+    diverged = make_candidate(tmp_path / "diverged")
+    metrics = json.loads((diverged / "metrics.json").read_text())
+    metrics["test"]["accuracy"], metrics["validation"]["f1"] = float("nan"), float("inf")
+    (diverged / "metrics.json").write_text(json.dumps(metrics))  # as Python writes it: NaN, Infinity
+    out, store = tmp_path / "record.json", tmp_path / "store"
+    argv = [
+        "promote", "--env", "dev", "--store", str(store), "--model-name", "m-nan", "--registry-uri", registry.uri,
+        "--candidate", str(diverged), "--loadtest", str(evidence_files["loadtest"]),
+        "--policy-report", str(evidence_files["policy_report"]), "--build-record", str(evidence_files["build_record"]),
+        "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 1
+    assert "NaN/inf" in capsys.readouterr().out
+    record = _strict_json(out.read_text())
+    assert isinstance(record, dict) and record["decision"] == "reject"
+    (stored,) = (store / "m-nan" / "records").glob("*.json")  # promote keeps the rejection in the store too
+    assert _strict_json(stored.read_text()) == record
+    assert record["lineage"]["metrics"]["test"]["accuracy"] is None
+    assert record["lineage"]["metrics"]["validation"]["f1"] is None
+    validate_record(record)
