@@ -42,6 +42,23 @@ def _count(value: str) -> int:
     return n
 
 
+def _positive_int(value: str) -> int:
+    n = _count(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: must be >= 1")
+    return n
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: use a number of seconds, e.g. 10") from None
+    if not seconds > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{value}: must be > 0 seconds")
+    return seconds
+
+
 def _expectation(value: str) -> tuple[str, str]:
     text, sep, label = value.rpartition("=")
     if not sep or not text or not label:
@@ -53,7 +70,7 @@ def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default="127.0.0.1:8000", help="host:port (HTTP 8000 / gRPC 8001 by default)")
     p.add_argument("--protocol", choices=("http", "grpc"), default="http")
     p.add_argument("--model", default="sentiment")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per call")
+    p.add_argument("--timeout", type=_seconds, default=10.0, help="seconds per call")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -114,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("loadtest", help="concurrency sweep: throughput, p50/p95/p99 latency, errors (JSON)")
     _add_client_args(p)
     p.add_argument("--concurrency", type=_concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
-    p.add_argument("--requests", type=int, default=200, help="requests per concurrency level")
+    p.add_argument("--requests", type=_positive_int, default=200, help="requests per concurrency level")
     p.add_argument("--texts", type=Path, help="one text per line (default: a few built-in sentences)")
     p.add_argument("--warmup-requests", type=_count, default=8,
                    help="sent one at a time before the sweep and not measured (0: none, e.g. a warm server)")  # fmt: skip
@@ -122,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("signal", help="print the autoscaling signal per model over a window (JSON)")
     p.add_argument("--metrics-url", default="http://127.0.0.1:8002/metrics")
-    p.add_argument("--window", type=float, default=10.0, help="seconds between the two scrapes")
+    p.add_argument("--window", type=_seconds, default=10.0, help="seconds between the two scrapes")
     return ap
 
 
@@ -150,7 +167,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from serving.repository import MODELS, pin
+    from serving.repository import KEEP_VERSIONS, MODELS, pin, versions
 
     if args.version == "latest":
         version = None
@@ -163,8 +180,18 @@ def _pin(args: argparse.Namespace) -> int:
     if args.url:
         from serving.client import SentimentClient
 
+        expected = [version] if version is not None else versions(args.repo)[-KEEP_VERSIONS:]
         with SentimentClient(args.url) as client:
             client.load_models(MODELS)  # classifier first: the endpoint's BLS calls need it loaded
+            # The server reloads from its own repository: pinning another copy changes nothing there.
+            served = {name: client.ready_versions(name) for name in MODELS}
+        if any(v != expected for v in served.values()):
+            raise ServingError(
+                f"{args.repo} is pinned on disk, but after the reload {args.url} serves "
+                + ", ".join(f"{name} versions {v}" for name, v in served.items())
+                + f", not {expected}: pin the repository that server was started on (its "
+                "--model-repository), or restart it on this one"
+            )
         print(f"reloaded {', '.join(MODELS)} on {args.url}")
     return 0
 
@@ -223,6 +250,10 @@ def _check(args: argparse.Namespace) -> int:
     from serving.server import TritonServer
 
     server = TritonServer(args.repo, http_port=0, grpc_port=0, metrics_port=0) if args.repo else None
+    if server is not None:
+        # The server runs in its own session, so a SIGTERM (CI timeout, kill) to us alone would leave it
+        # running on its ports: turn it into KeyboardInterrupt, so leaving the `with` stops the server.
+        signal.signal(signal.SIGTERM, _interrupt)
     with server or nullcontext():
         if server is not None:
             args.url = server.grpc_url if args.protocol == "grpc" else server.http_url
@@ -234,11 +265,25 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _text_lines(path: Path) -> list[str]:
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError as exc:
+        raise ServingError(f"--texts {path}: {exc.strerror}: pass a file with one text per line") from exc
+    except UnicodeDecodeError as exc:
+        raise ServingError(
+            f"--texts {path} is not UTF-8 ({exc.reason} at byte {exc.start}): re-encode it"
+        ) from exc
+    if not lines:
+        raise ServingError(f"--texts {path} has no non-blank line: put one text per line")
+    return lines
+
+
 def _loadtest(args: argparse.Namespace) -> int:
     from serving.loadtest import run
 
     texts = (
-        [line for line in args.texts.read_text().splitlines() if line.strip()]
+        _text_lines(args.texts)
         if args.texts
         else [
             "what a great game last night",
@@ -299,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     except ServingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 # The target, the model and the rate window are decided once, in infra/k8s/autoscaling.py (pure, no
 # Pulumi), which the infra's Prometheus, adapter rule and HPA use too.
 from infra.k8s.autoscaling import HPA_MODEL, HPA_TARGET_QUEUE_US, WINDOW
+from serving.errors import UnavailableError
 
 # The same signal as PromQL (the adapter's rule is infra.k8s.autoscaling.per_pod_queue_time).
 PROMQL_QUEUE_US_PER_REQUEST = (
@@ -78,8 +79,14 @@ def parse(text: str) -> dict[tuple[str, str], float]:
 
 
 def scrape(metrics_url: str, timeout_s: float = 5.0) -> Scrape:
-    with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:
-        text = resp.read().decode("utf-8")
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:
+            text = resp.read().decode("utf-8")
+    except (OSError, ValueError) as exc:  # URLError/HTTPError/timeouts are OSError; a bad URL ValueError
+        raise UnavailableError(
+            f"cannot scrape {metrics_url} ({exc}): is tritonserver running? Pass its metrics port "
+            "with --metrics-url http://HOST:PORT/metrics"
+        ) from exc
     return Scrape(time_s=time.monotonic(), counters=parse(text))
 
 

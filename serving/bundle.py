@@ -46,6 +46,40 @@ class Bundle:
             return self.int8
         raise BundleError(f"precision {precision!r}: use fp32 or int8")
 
+    def check_graph(self, model_file: Path) -> None:
+        """Load `model_file` in ONNX Runtime and run it once on two tokens: a graph that does not load
+        or whose logits do not match labels.json fails the build here, not at server start (where one
+        bad version keeps the whole repository from loading) or as silently mislabelled answers."""
+        import numpy as np
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        try:
+            session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - ORT raises its own classes for every kind of bad file
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BundleError(
+                f"{model_file} does not load in ONNX Runtime ({reason}): re-run the export"
+            ) from exc
+        names = {i.name for i in session.get_inputs()}
+        if names != set(INPUT_NAMES):
+            raise BundleError(
+                f"{model_file}: graph inputs {sorted(names)}, serving needs {list(INPUT_NAMES)}"
+            )
+        if OUTPUT_NAME not in {o.name for o in session.get_outputs()}:
+            raise BundleError(f"{model_file}: the graph has no {OUTPUT_NAME!r} output: re-run the export")
+        tokens = np.ones((1, 2), dtype=np.int64)
+        try:
+            (logits,) = session.run([OUTPUT_NAME], {name: tokens for name in INPUT_NAMES})
+        except Exception as exc:  # noqa: BLE001
+            raise BundleError(f"{model_file} fails on a 2-token input ({exc}): re-run the export") from exc
+        if logits.shape != (1, len(self.labels)):
+            raise BundleError(
+                f"{model_file}: logits have shape {list(logits.shape)} for one text, but labels.json "
+                f"names {len(self.labels)} classes {list(self.labels)}: export labels.json with the model"
+            )
+
 
 def load_bundle(path: str | Path) -> Bundle:
     """The bundle at `path`, after checking the files and metadata serving relies on."""

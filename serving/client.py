@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from serving.errors import InferenceError, UnavailableError
+from serving.errors import InferenceError, RequestTimeoutError, UnavailableError
 
 Protocol = Literal["http", "grpc"]
 T = TypeVar("T")
 RETRYABLE_STATUS = {"StatusCode.UNAVAILABLE", "502", "503", "504"}
+TIMEOUT_STATUS = "StatusCode.DEADLINE_EXCEEDED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,23 @@ class Prediction:
 
 def _encode(text: str | bytes) -> bytes:
     # bytes pass through untouched so callers (and tests) can send exactly what they mean.
-    return text if isinstance(text, bytes) else text.encode("utf-8")
+    if isinstance(text, bytes):
+        return text
+    try:
+        # Python decodes non-UTF-8 argv/file bytes to lone surrogates: send the original bytes back out,
+        # so the server's per-text "not valid UTF-8 ... at byte N" names the problem, not a local crash.
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # other lone surrogates: still invalid UTF-8 for the server to refuse
+        return text.encode("utf-8", "surrogatepass")
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """gRPC's deadline, or the HTTP client's socket timeout (geventhttpclient raises TimeoutError)."""
+    from tritonclient.utils import InferenceServerException
+
+    if isinstance(exc, InferenceServerException):
+        return str(exc.status()) == TIMEOUT_STATUS
+    return isinstance(exc, TimeoutError)
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -104,6 +121,11 @@ class SentimentClient:
                 return fn()
             except Exception as exc:  # noqa: BLE001 - sorted into retryable / not below
                 if not is_retryable(exc):
+                    if is_timeout(exc):
+                        raise RequestTimeoutError(
+                            f"{what}: no answer from {self.url} ({self.protocol}) within {self.timeout_s:g} s "
+                            "(server overloaded or stuck?): retry later or raise the timeout (--timeout)"
+                        ) from exc
                     if isinstance(exc, InferenceServerException):
                         raise InferenceError(f"{what}: {exc.message()}") from exc
                     raise
@@ -130,7 +152,10 @@ class SentimentClient:
         deadline = time.monotonic() + timeout_s
         while not self.is_ready():
             if time.monotonic() > deadline:
-                raise UnavailableError(f"model {self.model} at {self.url} not ready after {timeout_s:.0f} s")
+                raise UnavailableError(
+                    f"model {self.model} at {self.url} ({self.protocol}) not ready after {timeout_s:.0f} s: "
+                    "is the server running (`python -m serving serve`) and are --url/--protocol its port?"
+                )
             time.sleep(0.25)
 
     def infer_raw(self, texts: Sequence[str | bytes]) -> tuple[Any, Any]:
@@ -154,6 +179,14 @@ class SentimentClient:
             Prediction(label=label.decode("utf-8"), probabilities=tuple(float(p) for p in row))
             for label, row in zip(labels.reshape(-1), probabilities, strict=True)
         ]
+
+    def ready_versions(self, name: str) -> list[int]:
+        """The versions of `name` the server has READY (its repository index), ascending."""
+        index = self._call("repository index", lambda: self._client.get_model_repository_index())
+        rows = index if self.protocol == "http" else [
+            {"name": m.name, "version": m.version, "state": m.state} for m in index.models
+        ]  # fmt: skip
+        return sorted(int(r["version"]) for r in rows if r.get("name") == name and r.get("state") == "READY")
 
     def load_models(self, names: Sequence[str]) -> None:
         """(Re)load models in explicit model-control mode, e.g. after `serving pin`."""

@@ -34,5 +34,9 @@ class InferenceError(ServingError):
     """The server answered a request with an error (bad input, or the model failed)."""
 
 
+class RequestTimeoutError(InferenceError):
+    """The server did not answer within the client's timeout (not retried: it may be overloaded)."""
+
+
 class UnavailableError(InferenceError):
     """The server stayed unreachable/unavailable after every retry."""

@@ -18,6 +18,7 @@ from typing import Any
 from serving.client import Protocol, SentimentClient
 
 DEFAULT_CONCURRENCY = (1, 8, 32)
+READY_TIMEOUT_S = 10.0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -119,7 +120,12 @@ def run(
     protocol: Protocol = "grpc",
     warmup_requests: int = 8,
 ) -> dict[str, Any]:
-    """Sweep the concurrency levels; the report is the contract's loadtest JSON."""
+    """Sweep the concurrency levels; the report is the contract's loadtest JSON.
+
+    Raises UnavailableError when the model is not ready at `url`: a sweep of nothing but connection
+    errors would otherwise read as a (failed) measurement."""
+    with SentimentClient(url, protocol=protocol, model=model) as probe:
+        probe.wait_ready(READY_TIMEOUT_S)
     if warmup_requests:
         run_level(url, texts, 1, requests=warmup_requests, model=model, protocol=protocol)
     results = [

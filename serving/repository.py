@@ -246,7 +246,17 @@ def read_manifest(repo: str | Path) -> dict[str, Any]:
     path = Path(repo) / MANIFEST
     if not path.is_file():
         return {"versions": {}, "options": None, "pinned": None}
-    return json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # Never rewritten here: it lists every version's bundle and metrics (nothing else records them).
+        raise ConfigError(
+            f"{path} is not valid JSON ({exc}): restore it (e.g. from version control) before "
+            "building or pinning; the version folders beside it are untouched"
+        ) from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("versions"), dict):
+        raise ConfigError(f"{path} has no 'versions' object: it is not a serving repository manifest")
+    return manifest
 
 
 def versions(repo: str | Path) -> list[int]:
@@ -289,9 +299,19 @@ def build(
         )
     if version < 1:
         raise ConfigError("version must be >= 1")
+    # Triton serves version folders, not the manifest: a folder left by an interrupted build would be
+    # loaded (or fail to load) beside the real versions, so it is never built over or around silently.
+    strays = [repo / name / str(version) for name in MODELS if (repo / name / str(version)).exists()]
+    if strays:
+        raise ConfigError(
+            f"{', '.join(map(str, strays))} already exists but {repo / MANIFEST} does not list version "
+            f"{version} (left by an interrupted build?): delete it and build again"
+        )
     model_file = bundle.model_file(options.precision)
+    bundle.check_graph(model_file)
 
     staged = {name: repo / name / f".{version}.tmp" for name in MODELS}
+    placed: list[Path] = []
     try:
         for path in staged.values():
             shutil.rmtree(path, ignore_errors=True)
@@ -320,8 +340,9 @@ def build(
             shutil.copy2(MODEL_SOURCES / "sentiment_common.py", path / "sentiment_common.py")
         for name, path in staged.items():
             path.rename(repo / name / str(version))
+            placed.append(repo / name / str(version))
     except BaseException:
-        for path in staged.values():
+        for path in [*staged.values(), *placed]:  # no half version (classifier without endpoint) stays
             shutil.rmtree(path, ignore_errors=True)
         raise
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -28,6 +29,9 @@ from types import TracebackType
 from serving.errors import PortInUseError, ServerError
 
 READY_TIMEOUT_S = 120.0
+# Triton logs each failed model as one line; its message (escaped newlines, then a Python traceback)
+# ends at the first "\n". The table and shutdown lines after it push it out of any short tail.
+_LOAD_FAILURE = re.compile(r"\] \"(failed to load '[^']+' version \d+: .*?)(?:\\n|\"$)")
 
 
 def wheel_root() -> Path:
@@ -193,6 +197,22 @@ class TritonServer:
             raise
         return self
 
+    def load_failures(self) -> list[str]:
+        """Triton's "failed to load 'MODEL' version N: reason" lines from the log, in order."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [m.group(1) for m in map(_LOAD_FAILURE.search, lines) if m]
+
+    def _failure(self, what: str) -> ServerError:
+        failures = self.load_failures()
+        if failures:
+            what += (
+                " because models failed to load (fix or rebuild the version, or `serving pin` a good one):\n  "
+                + "\n  ".join(failures)
+            )
+        return ServerError(f"{what}\nlast lines of its log:\n{self.log_tail()}")
+
     def log_tail(self, lines: int = 30) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
@@ -213,11 +233,11 @@ class TritonServer:
                 tail = self.log_tail()
                 if "Address already in use" in tail:
                     raise ServerError(f"tritonserver could not bind its ports (taken meanwhile?):\n{tail}")
-                raise ServerError(f"tritonserver exited with code {self.process.returncode}:\n{tail}")
+                raise self._failure(f"tritonserver exited with code {self.process.returncode}")
             if self.is_ready():
                 return
             time.sleep(0.25)
-        raise ServerError(f"tritonserver not ready after {self.ready_timeout_s:.0f} s:\n{self.log_tail()}")
+        raise self._failure(f"tritonserver not ready after {self.ready_timeout_s:.0f} s")
 
     def stop(self, timeout_s: float = 20.0) -> int | None:
         """SIGINT (Triton drains in-flight requests), then SIGKILL if it does not exit in time."""

@@ -51,6 +51,17 @@ def test_bad_texts_get_a_per_request_error(client: SentimentClient, texts, messa
     assert client.attempts == before + 1  # a bad input is never retried
 
 
+def test_non_utf8_command_line_text_gets_the_servers_error_not_a_crash(server) -> None:
+    import subprocess
+    import sys
+
+    # A Latin-1 terminal or `xargs` over a Latin-1 file: Python holds the byte as a lone surrogate.
+    cmd = [sys.executable, "-m", "serving", "infer", GOOD, b"caf\xe9 ouvert", "--url", server.http_url]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "TEXT[1] is not valid UTF-8 (invalid continuation byte at byte 3)" in done.stderr
+
+
 def test_very_long_text_is_truncated_not_refused(client: SentimentClient) -> None:
     head = "the service was fine and the food arrived on time " * 3
     long = head + "but then everything went wrong " * 500  # ~16 KB, far past max_length=32 tokens

@@ -102,3 +102,48 @@ def test_incomplete_or_foreign_bundles_are_refused(tiny_bundle: Path, tmp_path: 
     with pytest.raises(BundleError, match="no int8 model"):
         build(no_int8, tmp_path / "models2", options=BuildOptions(precision="int8"))
     assert not (tmp_path / "models2").exists() or not versions(tmp_path / "models2")
+
+
+def test_a_graph_that_does_not_load_or_match_the_labels_is_refused(tiny_bundle: Path, tmp_path: Path) -> None:
+    # Built as before, a corrupt graph kept the whole repository (older versions too) from loading, and a
+    # 2-logit graph with 3 labels served class 1 as "neutral" without any error.
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(tiny_bundle, corrupt)
+    (corrupt / "model.onnx").write_bytes(b"not a protobuf")
+    with pytest.raises(BundleError, match="model.onnx does not load in ONNX Runtime .*re-run the export"):
+        build(corrupt, tmp_path / "models")
+    relabelled = tmp_path / "relabelled"
+    shutil.copytree(tiny_bundle, relabelled)
+    (relabelled / "labels.json").write_text(json.dumps(["negative", "neutral", "positive"]))
+    meta = json.loads((relabelled / "metadata.json").read_text())
+    meta["outputs"][0]["shape"] = [-1, -1]  # dynamic in the metadata: only the graph knows the width
+    (relabelled / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(BundleError, match="logits have shape \\[1, 2\\] .* labels.json names 3 classes"):
+        build(relabelled, tmp_path / "models", options=BuildOptions(precision="int8"))
+    assert versions(tmp_path / "models") == []
+
+
+def test_a_version_folder_left_by_an_interrupted_build_is_named_not_built_around(
+    tiny_bundle: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    stray = repo / "sentiment" / "2"
+    (stray / "tokenizer").mkdir(parents=True)  # as a build killed after its first rename leaves it
+    with pytest.raises(ConfigError, match="sentiment/2 already exists but .*repository.json does not list"):
+        build(tiny_bundle, repo)
+    # Nothing half-built beside it: Triton would load a lone classifier/2 (or fail on it).
+    assert sorted(p.name for p in (repo / "classifier").iterdir() if p.is_dir()) == ["1"]
+    assert (stray / "tokenizer").is_dir() and versions(repo) == [1]
+
+
+def test_an_unreadable_manifest_is_reported_and_kept(tiny_bundle: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    manifest = repo / "repository.json"
+    manifest.write_text(manifest.read_text()[:-20])  # cut short, e.g. a full disk
+    damaged = manifest.read_bytes()
+    for action in (lambda: build(tiny_bundle, repo), lambda: pin(repo, 1)):
+        with pytest.raises(ConfigError, match="repository.json is not valid JSON .*restore it"):
+            action()
+    assert manifest.read_bytes() == damaged

@@ -115,3 +115,19 @@ def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Pat
             proc.kill()
     with socket.socket() as s:  # the server is gone: nobody listens on its port any more
         assert s.connect_ex(("127.0.0.1", http_port)) != 0
+
+
+def test_a_model_that_fails_to_load_is_named_in_the_start_error(tiny_bundle: Path, tmp_path: Path) -> None:
+    """Triton logs the reason once, then a long table and its shutdown: the error must carry the reason."""
+    from serving.errors import ServerError
+    from serving.repository import build
+
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    (repo / "sentiment" / "1" / "model.onnx").write_bytes(b"damaged on disk after the build")
+    with pytest.raises(ServerError) as info:
+        TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
+    message = str(info.value)
+    assert "models failed to load" in message and "`serving pin` a good one" in message
+    assert "failed to load 'sentiment' version 1: " in message and "INVALID_PROTOBUF" in message
+    assert "failed to load 'classifier'" not in message  # only the broken model is named

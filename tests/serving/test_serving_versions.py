@@ -91,3 +91,20 @@ def test_each_endpoint_version_runs_the_classifier_of_its_own_build(live, tiny_b
     np.testing.assert_allclose(v2, fp32, atol=gap / 5)
     # Under the old ensemble (steps at version -1) version 1 answered with the newest classifier: fp32.
     assert np.abs(v1 - v2).max() > gap / 2
+
+
+def test_pinning_a_repository_the_server_does_not_serve_is_an_error(live, repo: Path, tmp_path: Path) -> None:
+    """The server reloads from its own --model-repository: a pinned copy elsewhere changes nothing there,
+    and saying "reloaded" would announce a rollback that did not happen."""
+    other = tmp_path / "models"
+    shutil.copytree(repo, other)
+    done = subprocess.run(
+        [sys.executable, "-m", "serving", "pin", str(other), "1", "--url", live.http_url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "serves classifier versions [1, 2], sentiment versions [1, 2], not [1]" in done.stderr
+    assert "pin the repository that server was started on" in done.stderr
+    for protocol, url in (("http", live.http_url), ("grpc", live.grpc_url)):
+        with SentimentClient(url, protocol=protocol) as client:  # type: ignore[arg-type]
+            assert client.ready_versions("sentiment") == [1, 2]  # still both: nothing rolled back
