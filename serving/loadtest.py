@@ -31,14 +31,14 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarize(concurrency: int, latencies_s: Sequence[float], errors: int, wall_s: float) -> dict[str, Any]:
+    """One report row. A level where every request failed has no latency: null, not NaN (a bare NaN makes the
+    report invalid JSON for jq, JavaScript and the promotion record that quotes it; its gates fail on null)."""
     ms = [x * 1000 for x in latencies_s]
     return {
         "concurrency": concurrency,
         "requests": len(ms) + errors,
         "rps": round(len(ms) / wall_s, 2) if wall_s > 0 else 0.0,
-        "p50_ms": round(percentile(ms, 50), 2),
-        "p95_ms": round(percentile(ms, 95), 2),
-        "p99_ms": round(percentile(ms, 99), 2),
+        **{f"p{q}_ms": round(percentile(ms, q), 2) if ms else None for q in (50, 95, 99)},
         "errors": errors,
     }
 

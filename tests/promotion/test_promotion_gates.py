@@ -78,6 +78,10 @@ def test_latency_slo() -> None:
     assert result.status == "fail" and "concurrency 8" in result.detail
     assert gates.latency_slo(None, DEV).status == "fail"
     assert gates.latency_slo({"results": []}, DEV).status == "fail"
+    # A level where every request failed: the load test writes null latencies (serving/loadtest.py).
+    failed = loadtest()
+    failed["results"][1].update(p50_ms=None, p95_ms=None, p99_ms=None)
+    assert gates.latency_slo(failed, DEV).status == "fail"
 
 
 def test_loadtest_errors() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -28,6 +29,13 @@ def test_summary_counts_errors_and_rate_from_successes() -> None:
         "p99_ms": 40.0,
         "errors": 2,
     }
+
+
+def test_a_level_where_every_request_failed_has_no_latency_and_stays_json() -> None:
+    row = summarize(8, [], errors=5, wall_s=1.0)
+    assert row["requests"] == 5 and row["rps"] == 0.0
+    assert (row["p50_ms"], row["p95_ms"], row["p99_ms"]) == (None, None, None)
+    json.dumps({"results": [row]}, allow_nan=False)  # NaN here was a report jq and JavaScript refuse
 
 
 def test_a_level_needs_exactly_one_stop_rule() -> None:
