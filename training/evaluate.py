@@ -97,17 +97,17 @@ def evaluate_folder(
 ) -> dict[str, Any]:
     """Score a saved model folder on the test split that the given preset/overrides define."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from training import data, metrics, presets
     from training.config import apply_overrides
+    from training.errors import ConfigError
+    from training.model import load_saved
 
     config = apply_overrides(presets.get(preset), overrides)
     if data_source:
         config = apply_overrides(config, {"data.source": data_source})
+    tokenizer, model = load_saved(model_dir, lambda message: ConfigError("--model", message))
     dataset = data.load(config.data)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir)
     encoded, _ = features.encode_dataset(tokenizer, dataset, config.data.max_length)
     dist = Dist(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
     result: dict[str, Any] = {"model": model_dir, "dataset_manifest_sha256": dataset.manifest["sha256"]}

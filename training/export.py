@@ -52,6 +52,7 @@ from training.export_parity import (
     torch_logits,
 )
 from training.export_quantize import quantize_int8
+from training.model import load_saved
 
 __all__ = [  # the names importers use; the steps themselves live in training/export_*.py
     "MIN_PARITY_TEXTS",
@@ -166,9 +167,6 @@ def export_bundle(
     metadata.json's `graph_optimization` says why). `metadata` adds keys such as `metrics`,
     `dataset_manifest_sha256`, `model_version` or `model_name` to metadata.json.
     """
-    import torch
-    import transformers
-
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     texts = [str(t) for t in texts]
     if max_length < 2:
@@ -181,16 +179,8 @@ def export_bundle(
         )
     if quantize and labels is None:
         raise ExportError("quantize=True needs labels to report the int8 accuracy change")
-    if not (model_dir / "config.json").is_file():
-        raise ExportError(
-            f"{model_dir} is not a Hugging Face model folder (no config.json): pass the run's model/"
-        )
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     # float32 and eval mode (no dropout): the graph must compute exactly what serving will run.
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        model_dir, dtype=torch.float32
-    ).eval()
+    tokenizer, model = load_saved(model_dir, ExportError)
     num_labels = int(model.config.num_labels)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -12,24 +12,52 @@ from training.export_errors import ExportError
 from training.export_parity import MIN_PARITY_TEXTS
 
 
-def _read_texts(path: Path, n: int) -> tuple[list[str], list[int] | None]:
-    """Texts (and labels when present) from a .jsonl/.csv/.txt file with a `text` (and `label`) column."""
+def _read_texts(
+    path: Path, n: int, class_names: tuple[str, ...] = ("negative", "positive")
+) -> tuple[list[str], list[int] | None]:
+    """Texts (and labels when present) from a .jsonl/.csv/.txt file with a `text` (and `label`) column.
+
+    Labels are read as training reads them (training/data.py `label_id`): class names or ids.
+    """
     import csv
 
+    from training.data import label_id
+
     rows: list[dict[str, Any]]
-    if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    elif path.suffix == ".csv":
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    else:
-        rows = [{"text": line} for line in path.read_text().splitlines() if line.strip()]
+    try:
+        if path.suffix == ".jsonl":
+            lines = path.read_text(encoding="utf-8-sig").splitlines()
+            rows = [json.loads(line) for line in lines if line.strip()]
+        elif path.suffix == ".csv":
+            with path.open(newline="", encoding="utf-8-sig") as fh:
+                rows = list(csv.DictReader(fh))
+        else:
+            rows = [
+                {"text": line} for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()
+            ]
+    except FileNotFoundError:
+        raise ExportError(f"--texts {path}: no such file") from None
+    except (ValueError, csv.Error) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ExportError(
+            f"--texts {path}: cannot be read as UTF-8 {path.suffix or 'text'} ({exc})"
+        ) from None
+    if rows and not all(isinstance(r, dict) for r in rows):
+        raise ExportError(f"--texts {path}: every line must be a JSON object with a `text` key")
     if rows and "text" not in rows[0]:
-        raise ExportError(f"{path}: no `text` column (found {sorted(rows[0])})")
+        raise ExportError(f"--texts {path}: no `text` column (found {sorted(rows[0])})")
     rows = rows[:n]
     texts = [str(r["text"]) for r in rows]
-    labels = [int(r["label"]) for r in rows] if rows and all("label" in r for r in rows) else None
-    return texts, labels
+    if not (rows and all("label" in r for r in rows)):
+        return texts, None
+    labels = [label_id(r["label"], class_names) for r in rows]
+    bad = [(i, r["label"]) for i, (r, lab) in enumerate(zip(rows, labels, strict=True)) if lab is None]
+    if bad:
+        row, value = bad[0]
+        raise ExportError(
+            f"--texts {path}: row {row + 1} has label {value!r}; labels must be {' or '.join(class_names)} "
+            f"or 0/1 ({len(bad)} rows do not), or drop the label column to check parity only"
+        )
+    return texts, [lab for lab in labels if lab is not None]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--preset", default="demo", help="preset whose data split gives the test texts (default demo)"
     )
     p.add_argument("--data", help="dataset URI of the run, if not the preset's")
-    p.add_argument("--texts", type=Path, help="parity texts instead: .jsonl/.csv with text[,label], or .txt")
+    p.add_argument(
+        "--texts",
+        type=Path,
+        help="parity texts instead: .jsonl/.csv with text[,label] (label: class name or 0/1), or .txt",
+    )
     p.add_argument("--n-texts", type=int, default=1000, help="at most this many texts (default %(default)s)")
     p.add_argument(
         "--max-length", type=int, help="tokenizer truncation (default: the preset's data.max_length)"
@@ -73,7 +105,7 @@ def _cli_export(args: argparse.Namespace) -> int:
     if args.data:
         config = apply_overrides(config, {"data.source": args.data})
     if args.texts is not None:
-        texts, labels = _read_texts(args.texts, args.n_texts)
+        texts, labels = _read_texts(args.texts, args.n_texts, config.data.labels)
     else:
         test = data.load(config.data).test  # the same deterministic split the run was scored on
         texts, labels = test.texts[: args.n_texts], test.labels[: args.n_texts]

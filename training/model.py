@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,29 @@ def _random_init(path: str, config: ModelConfig, id2label: dict[int, str], label
             f"hidden size {hf_config.hidden_size} is not divisible by {hf_config.num_attention_heads} heads",
         )
     return AutoModelForSequenceClassification.from_config(hf_config)
+
+
+def load_saved(model_dir: str | Path, error: Callable[[str], Exception]) -> tuple[Any, Any]:
+    """(tokenizer, float32 classifier in eval mode) from a saved model folder (a run's OUTPUT/model).
+
+    A folder that is not there, or whose weights or tokenizer are missing or damaged, raises ``error(message)``
+    (a TrainingError: exit 2 with the fix) instead of transformers' traceback, which for a missing folder
+    even talks about hub repository ids.
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise error(f"{model_dir} is not a Hugging Face model folder (no config.json): pass the run's model/")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32)
+    except Exception as exc:  # OSError (no weights), SafetensorError (truncated), ValueError (config)...
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise error(
+            f"{model_dir} cannot be loaded as a model ({type(exc).__name__}: {first}): its weights or "
+            "tokenizer are missing or damaged (an interrupted copy?). Copy the run's whole model/ folder "
+            "again, or rerun the run's `train` command, which rewrites model/ from its best checkpoint"
+        ) from exc
+    return tokenizer, model.eval()

@@ -96,9 +96,29 @@ REQUIRED_FILES = ("state.pt", "trainer.json")
 """Rank 0's files: a checkpoint without them cannot be resumed, whatever else its manifest lists."""
 
 
-def latest_resumable(store: ckpt.Store) -> ckpt.Loaded | None:
+def latest_resumable(store: ckpt.Store, corrupt: list[str] | None = None) -> ckpt.Loaded | None:
     """The newest complete checkpoint that holds REQUIRED_FILES; one whose manifest lacks them is skipped."""
-    return ckpt.latest(store, required=REQUIRED_FILES)
+    return ckpt.latest(store, required=REQUIRED_FILES, corrupt=corrupt)
+
+
+def _drop_corrupt(store: ckpt.Store, corrupt: list[str], found: ckpt.Loaded | None) -> None:
+    """Delete the corrupt checkpoints resume skipped (all newer than the one it takes).
+
+    Left in place they count as complete in pruning and, being the newest steps, are the ones kept: this
+    run's own saves were deleted as soon as written until it passed their step, so a preemption before that
+    restarted from the same old point (or from scratch) every time.
+    """
+    for name in corrupt:
+        if found is not None and name == found.name:
+            continue  # rewritten whole just now by the upload of the local rescue copy
+        log.warning(
+            "deleting corrupt checkpoint %s/%s (it cannot be resumed; resuming from %s): kept, it would "
+            "outrank this run's new checkpoints when old ones are pruned",
+            store.uri,
+            name,
+            found.name if found else "nothing, a fresh start",
+        )
+        store.delete(name)
 
 
 def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | None) -> ckpt.Loaded | None:
@@ -144,6 +164,56 @@ def check_world_size(trainer: dict[str, Any], name: str, world_size: int) -> Non
     )
 
 
+BATCH_ORDER_KEYS = ("batch_size", "seed", "length_bucketing", "bucket_window", "data.max_length")
+"""What decides an epoch's batches (training/features.py epoch_batches; max_length through bucketing's lengths)."""
+
+
+def check_batch_order(trainer: dict[str, Any], name: str, config: RunConfig) -> None:
+    """Refuse a mid-epoch resume whose config cuts the epoch into other batches.
+
+    The checkpoint's position is a count of micro-batches under its own batch order: under another one the
+    rows already trained on are not the first ones, and a position past the new epoch's last batch left the
+    loop spinning forever without a step (a larger batch_size), deaf to SIGTERM. An epoch boundary is exact.
+    """
+    position = int(trainer["state"].get("batch_in_epoch", 0))
+    saved, current = _flat(trainer.get("config") or {}), _flat(config.to_dict())
+    changed = [k for k in BATCH_ORDER_KEYS if k in saved and k in current and saved[k] != current[k]]
+    if position == 0 or not changed:
+        return
+    raise ConfigError(
+        changed[0],
+        f"checkpoint {name} stopped in the middle of epoch {trainer['state'].get('epoch', 0)} (micro-batch "
+        f"{position}) with {', '.join(f'{k}={saved[k]}' for k in changed)}; this run has "
+        f"{', '.join(f'{k}={current[k]}' for k in changed)}, which orders the epoch's rows differently, so "
+        "resuming would skip or repeat rows. Resume with "
+        f"{' '.join(f'{k}={saved[k]}' for k in changed)}, or start a new checkpoint.uri",
+    )
+
+
+def _flat(saved: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in saved.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def check_fresh_start(store: ckpt.Store) -> None:
+    """checkpoint.resume=false needs an empty checkpoint.uri: another run's checkpoints there would be mixed with
+    this run's. Pruning kept the higher (older run's) steps and deleted this run's as soon as they were saved,
+    and this run's best-<n> replaced the other run's under the same name, which that run's trainer.json names."""
+    existing = store.dirs(ckpt.STEP_PREFIX) + store.dirs(ckpt.BEST_PREFIX)
+    if existing:
+        raise ConfigError(
+            "checkpoint.resume",
+            f"is false, but {store.uri} already holds checkpoints ({', '.join(existing[-3:])}): this run's "
+            "would be mixed with them and pruning would delete one run's. Give this run a new checkpoint.uri "
+            "(or --output), delete the old checkpoints, or set checkpoint.resume=true to continue them",
+        )
+
+
 def check_preemption_cap(state: State) -> None:
     """Stop a preemption loop: refuse (exit 3) once the checkpoint records TRAINING_MAX_PREEMPTIONS exits 75."""
     from training.environment import TRAINING_MAX_PREEMPTIONS
@@ -176,9 +246,12 @@ def resume(
     *,
     rescue: ckpt.Store | None = None,
 ) -> State | None:
-    found = latest_resumable(store) if dist.is_main else None  # rank 0 verifies every file of the candidate
+    corrupt: list[str] = []
+    found = latest_resumable(store, corrupt) if dist.is_main else None  # rank 0 verifies every candidate file
     if dist.is_main and rescue is not None:
         found = _push_rescued(store, rescue, found)
+    if dist.is_main:
+        _drop_corrupt(store, corrupt, found)
     name = dist.broadcast_object(found.name if found else None)
     if name is None:
         log.info("no complete checkpoint under %s: starting fresh", store.uri)
@@ -195,6 +268,7 @@ def resume(
         files = found.files
     trainer = json.loads(files["trainer.json"])
     check_world_size(trainer, f"{store.uri}/{name}", dist.world_size)
+    check_batch_order(trainer, f"{store.uri}/{name}", config)
     if trainer["dataset_manifest_sha256"] != manifest_sha:
         raise DataError(
             config.data.source,

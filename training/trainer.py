@@ -152,6 +152,8 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
             )
             or state
         )
+    else:
+        state_mod.check_fresh_start(store)
     state_mod.check_preemption_cap(state)
     state.attempts += 1
 

@@ -98,3 +98,34 @@ def test_a_rescued_checkpoint_is_uploaded_only_when_newer_and_the_local_copy_is_
     assert ("removing the local copy" in caplog.text) is not uploaded, caplog.text
     if uploaded:
         assert found.files["state.pt"] == b"kept" + bytes([10])
+
+
+def test_a_users_copy_of_a_checkpoint_folder_is_neither_resumed_nor_pruned(tmp_path: Path) -> None:
+    """`cp -r step-000000030 step-000000030.bak` beside the run: resume crashed (int('000000030.bak')),
+    and pruning picked the copy as a kept checkpoint and deleted real ones."""
+    store = ckpt.Store(str(tmp_path / "ck"))
+    for step in (10, 20, 30):
+        _write(store, step)
+    ckpt.write_checkpoint(store, "step-000000030.bak", {"state.pt": b"copy", "trainer.json": b"{}"})
+    ckpt.write_checkpoint(store, "best-000000020-keep", {"model.pt": b"mine"})
+    ckpt.write_checkpoint(store, "best-000000020", {"model.pt": b"best"})
+    found = ckpt.latest(store)
+    assert found is not None and found.name == "step-000000030" and found.step == 30
+    assert ckpt.prune(store, keep_last=2) == ["step-000000010"]
+    assert ckpt.prune_best(store, 20) == []
+    left = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert left == [
+        "best-000000020",
+        "best-000000020-keep",
+        "step-000000020",
+        "step-000000030",
+        "step-000000030.bak",
+    ]
+
+
+def test_steps_are_ordered_by_number_not_by_name(tmp_path: Path) -> None:
+    store = ckpt.Store(str(tmp_path / "ck"))
+    for step in (999_999_999, 1_000_000_000):  # past the 9 digits step_name pads to
+        ckpt.write_checkpoint(store, ckpt.step_name(step), {"state.pt": b"w", "trainer.json": b"{}"})
+    assert store.dirs(ckpt.STEP_PREFIX) == ["step-999999999", "step-1000000000"]
+    assert ckpt.latest(store).step == 1_000_000_000

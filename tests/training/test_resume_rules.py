@@ -100,3 +100,78 @@ def test_preemption_cap_refuses_with_its_own_exit_code(monkeypatch: pytest.Monke
     assert "TRAINING_MAX_PREEMPTIONS" in str(info.value)
     monkeypatch.setenv("TRAINING_MAX_PREEMPTIONS", "0")  # 0 disables
     state_mod.check_preemption_cap(state_mod.State(preemptions=1000))
+
+
+def _mid_epoch_checkpoint(out: Path) -> None:
+    """A finished 3-step run whose newest checkpoint is rewritten as stopped at micro-batch 3 of epoch 0."""
+    from training.cli import main
+
+    assert main(["train", "--preset", "smoke", "--output", str(out), *SMALL, "max_steps=3"]) == EXIT_OK
+    store = ckpt.Store(str(out / "checkpoints"))
+    found = ckpt.latest(store)
+    trainer = json.loads(found.files["trainer.json"])
+    assert trainer["state"]["batch_in_epoch"] == 3 and trainer["config"]["batch_size"] == 16
+    trainer["state"]["finished"] = False
+    files = {**found.files, "trainer.json": json.dumps(trainer).encode()}
+    ckpt.write_checkpoint(store, "step-000000004", files, meta={"step": 4})
+
+
+@pytest.mark.integration
+def test_mid_epoch_resume_with_another_batch_size_is_refused_not_spun_forever(tmp_path: Path) -> None:
+    """batch_size=64 cuts 160 rows into 3 batches, the checkpoint was at batch 3 of 10: the loop ran no step
+    and never left the epoch (100% CPU, SIGTERM ignored) until the Job's deadline. Now exit 2 with the fix."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    _mid_epoch_checkpoint(out)
+    cmd = [sys.executable, "-m", "training", "train", "--preset", "smoke", "--output", str(out), *SMALL]
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([*cmd, "batch_size=64"], cwd=repo, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "config batch_size: checkpoint" in done.stderr and "micro-batch 3" in done.stderr
+    assert "Resume with batch_size=16" in done.stderr
+    # The same config resumes and finishes; so does another batch size from an epoch boundary.
+    assert subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300).returncode == EXIT_OK
+
+
+def test_batch_order_check_allows_epoch_boundaries_and_other_settings() -> None:
+    config = presets.smoke()
+    saved = {"state": {"batch_in_epoch": 5, "epoch": 1}, "config": config.to_dict()}
+    state_mod.check_batch_order(saved, "x", apply_overrides(config, ["optim.lr=1e-4", "epochs=9"]))
+    boundary = {**saved, "state": {"batch_in_epoch": 0, "epoch": 2}}
+    state_mod.check_batch_order(boundary, "x", apply_overrides(config, ["batch_size=64"]))
+    with pytest.raises(ConfigError, match=r"data.max_length=64; this run has data.max_length=32"):
+        state_mod.check_batch_order(saved, "x", apply_overrides(config, ["data.max_length=32"]))
+
+
+def test_resume_false_over_another_runs_checkpoints_is_refused_and_loses_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """checkpoint.resume=false into a used checkpoint.uri: pruning deleted the new run's checkpoints as they were
+    saved (the old run's steps are higher) and the new best-<n> replaced or pruned the old run's best weights."""
+    from training.cli import main
+
+    out = tmp_path / "run"
+    store = ckpt.Store(str(out / "checkpoints"))
+    old = {
+        "best-000000005": {"model.pt": b"old run's best"},
+        "step-000000030": {"state.pt": b"s", "trainer.json": b"{}"},
+    }
+    for name, files in old.items():
+        ckpt.write_checkpoint(store, name, files, meta={"step": int(name[-9:])})
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    overrides = [*SMALL, "max_steps=12", "checkpoint.every_steps=5", "checkpoint.resume=false"]
+    assert main(["train", "--preset", "smoke", "--output", str(out), *overrides]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "config checkpoint.resume: is false, but" in err
+        and "best-000000005" in err
+        and "new checkpoint.uri" in err
+    )
+    assert {
+        p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and "checkpoints" in p.parts
+    } == before
+    # An empty (or new) checkpoint.uri starts fresh as asked.
+    fresh = [*overrides, f"checkpoint.uri={tmp_path / 'fresh'}"]
+    assert main(["train", "--preset", "smoke", "--output", str(out), *fresh]) == EXIT_OK

