@@ -14,10 +14,13 @@ and exits 75. Notice sources (all plain HTTP on the link-local metadata endpoint
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import logging
 import os
 import signal
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -51,6 +54,10 @@ class StopRequest:
         return self._event.wait(timeout)
 
 
+_EARLY_STOP: list[str] = []
+"""The signal the early handler acted on, if any (its exit code must survive whatever unwinding does)."""
+
+
 def install_early_exit() -> None:
     """Until the training loop takes over, SIGTERM/SIGINT end the process at once with exit 75.
 
@@ -58,6 +65,11 @@ def install_early_exit() -> None:
     seconds to minutes): nothing unsaved exists yet, so "stop now, rerun me" is exact, and the pod never
     dies with 143 (the Job would count that as a failure). The loop's own handlers (below) replace it and
     put it back when they are uninstalled.
+
+    The SystemExit is raised wherever the main thread happens to be, inside some library's import as often as
+    not, and code that catches everything there turns it into its own error (a run of the pipeline's train step
+    once exited 1 with a ModuleNotFoundError): an exit hook, registered first so that it runs last, keeps the
+    status at 75 once the signal was taken.
     """
 
     def handler(signum: int, frame: object) -> None:
@@ -67,10 +79,24 @@ def install_early_exit() -> None:
         os.write(
             2, f"training: {name} before training started: nothing to save, exit {EXIT_PREEMPTED}\n".encode()
         )
+        _EARLY_STOP.append(name)
         raise SystemExit(EXIT_PREEMPTED)
 
+    if not getattr(install_early_exit, "hooked", False):
+        atexit.register(_exit_preempted_after_early_stop)
+        install_early_exit.hooked = True  # type: ignore[attr-defined]
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
+
+
+def _exit_preempted_after_early_stop() -> None:
+    if _EARLY_STOP:
+        from training.errors import EXIT_PREEMPTED
+
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # closed or gone: nothing left to say
+                stream.flush()
+        os._exit(EXIT_PREEMPTED)
 
 
 def install_signal_handlers(stop: StopRequest) -> Callable[[], None]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +165,37 @@ def test_unknown_provider_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="aws, gcp or azure"):
         preemption.notice_for("oracle")
+
+
+# The start of `python -m training` (training/__main__.py), then code standing for a library whose import
+# catches everything and raises its own error: the SIGTERM lands while it runs.
+_EARLY = """
+import os, signal, sys, time
+from training.preemption import install_early_exit
+install_early_exit()
+if sys.argv[1] == "converted":
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+    except BaseException:
+        raise ModuleNotFoundError("No module named 'transformers.models.bert.modeling_bert'")
+elif sys.argv[1] == "signal":
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10)
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize(("case", "code"), [("converted", 75), ("signal", 75), ("no-signal", 3)])
+def test_a_sigterm_before_training_exits_75_whatever_the_code_it_lands_in_makes_of_it(
+    case: str, code: int
+) -> None:
+    """The early handler's SystemExit is raised inside whatever runs: an import that catches everything turned it
+    into its own error, and the pipeline's train step exited 1 (a real failure to the Job) instead of 75."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY, case], cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == code, done.stderr[-2000:]
+    if case != "no-signal":
+        assert "SIGTERM before training started: nothing to save, exit 75" in done.stderr
