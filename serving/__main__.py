@@ -73,6 +73,14 @@ def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=_seconds, default=10.0, help="seconds per call")
 
 
+def _add_version_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model-version", type=_positive_int, default=None, metavar="N",
+        help="ask this version of the model (default: the newest the server has ready); the repository keeps the "
+        "previous version loaded, so a new version and the one it replaced can be compared",
+    )  # fmt: skip
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m serving", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -121,9 +129,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("infer", help="classify texts: prints one JSON line per text")
     p.add_argument("texts", nargs="+")
     _add_client_args(p)
+    _add_version_arg(p)
 
     p = sub.add_parser("check", help="smoke test a running server; exit 1 on a wrong answer")
     _add_client_args(p)
+    _add_version_arg(p)
     p.add_argument("--bundle", type=Path, help="compare answers with this bundle's model run locally")
     p.add_argument("--expect", type=_expectation, action="append", default=[], metavar="TEXT=LABEL")
     p.add_argument("--repo", type=Path, help="start a server on this repository (free ports) for the check")
@@ -233,7 +243,10 @@ def _serve(args: argparse.Namespace) -> int:
 def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from serving.client import SentimentClient
 
-    return SentimentClient(args.url, protocol=args.protocol, model=args.model, timeout_s=args.timeout)
+    version = "" if getattr(args, "model_version", None) is None else str(args.model_version)
+    return SentimentClient(
+        args.url, protocol=args.protocol, model=args.model, version=version, timeout_s=args.timeout
+    )
 
 
 def _infer(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@ for an older version, or pinning it on the live server, serves the older model e
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,28 @@ def test_each_endpoint_version_runs_the_classifier_of_its_own_build(live, tiny_b
     np.testing.assert_allclose(v2, fp32, atol=gap / 5)
     # Under the old ensemble (steps at version -1) version 1 answered with the newest classifier: fp32.
     assert np.abs(v1 - v2).max() > gap / 2
+
+
+def infer_cli(url: str, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "serving", "infer", *TEXTS, "--url", url, *more],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_cli_asks_the_version_it_is_told(live, tiny_bundle: Path) -> None:
+    """`serving infer --model-version N`: the README promised the previous version stays addressable, but the CLI
+    could only ask the newest."""
+    fp32, int8 = expected(tiny_bundle, "model.onnx"), expected(tiny_bundle, "model.int8.onnx")
+    gap = np.abs(fp32 - int8).max()
+    for version, want in (("1", int8), ("2", fp32)):
+        done = infer_cli(live.http_url, "--model-version", version)
+        assert done.returncode == 0, done.stderr
+        got = np.array([json.loads(line)["probabilities"] for line in done.stdout.splitlines()])
+        np.testing.assert_allclose(got, want, atol=gap / 5)
+    missing = infer_cli(live.http_url, "--model-version", "9")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
+    assert "9" in missing.stderr
 
 
 def test_pinning_a_repository_the_server_does_not_serve_is_an_error(live, repo: Path, tmp_path: Path) -> None:
