@@ -246,19 +246,31 @@ def _export(
     except ImportError as exc:
         log.warning("export skipped: training.export.export_bundle is not available (%s)", exc)
         return None
-    meta = export_bundle(
-        model_dir,
-        output / "export",
-        dataset.test.texts,
-        dataset.test.labels,
-        max_length=config.data.max_length,
-        metadata={
-            "model_name": config.name,
-            "dataset_manifest_sha256": dataset.manifest["sha256"],
-            "metrics": out["test"],
-        },
-        quantize=config.quantize,
-    )
+    from training.export_errors import ExportError
+
+    try:
+        meta = export_bundle(
+            model_dir,
+            output / "export",
+            dataset.test.texts,
+            dataset.test.labels,
+            max_length=config.data.max_length,
+            metadata={
+                "model_name": config.name,
+                "dataset_manifest_sha256": dataset.manifest["sha256"],
+                "metrics": out["test"],
+            },
+            quantize=config.quantize,
+        )
+    except ExportError as exc:
+        # At the end of a run that may have taken hours: a rerun of `train` repeats the same export and fails
+        # the same way, while the trained model is already safe. Say so, and how to redo only the export.
+        raise ExportError(
+            f"{exc} -- the training itself finished: the model is in {model_dir} and {output / 'metrics.json'} "
+            f"is written. Redo only the export with `python -m training export {model_dir} --out "
+            f"{output / 'export'} --data {config.data.source}` (its flags take the fix above), or rerun train "
+            "with export=false"
+        ) from exc
     return {
         "parity": meta.get("parity"),
         "quantization": meta.get("quantization"),

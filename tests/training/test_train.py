@@ -143,3 +143,40 @@ def test_outputs_follow_the_contract(tmp_path: Path) -> None:
     again = json.loads((out / "metrics.json").read_text())
     assert again["steps"] == 15 and again["checkpoint"]["saves_this_attempt"] == 0
     assert again["data"]["split_cache"] == "hit" and again["data"]["token_cache"] == "hit"
+
+
+@pytest.mark.slow
+def test_an_export_failure_after_training_says_the_model_is_safe_and_how_to_redo_only_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export runs at the end of a run that may take hours; its failure said only what failed, and a rerun
+    of `train` repeats the same export. The message now names the saved model and the command that redoes only
+    the export: the test runs that command."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    from training import export
+    from training.export_errors import ExportError, ParityError
+
+    def fail(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ParityError(
+            "max |logit difference| 0.3 over tolerance 1e-3 on 2 texts: export with --no-optimize"
+        )
+
+    monkeypatch.setattr(export, "export_bundle", fail)
+    out = tmp_path / "run"
+    with pytest.raises(ExportError) as caught:
+        run(_config("export=true", "max_steps=5", "epochs=1"), out)
+    message = str(caught.value)
+    assert "--no-optimize" in message and "the training itself finished" in message
+    assert (out / "model" / "config.json").exists() and (out / "metrics.json").exists()
+    (command,) = re.findall(r"`(python -m training export [^`]+)`", message)
+    argv = shlex.split(command)
+    done = subprocess.run(
+        [sys.executable, *argv[1:], "--preset", "smoke", "--n-texts", "8"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "export" / "model.onnx").exists()
