@@ -200,10 +200,11 @@ def _execute(cmd: Sequence[str], log: Path, echo: Callable[[str], None]) -> int:
 
 
 def write_record(record: Mapping[str, Any], params: dag.Params) -> str:
+    """Stored with its own `record_uri` (the README's shape), beside the promotion records and in WORK."""
     from promotion.evidence import join, write_bytes
 
     uri = join(params.store, params.model, RECORDS, f"{record['run_id']}.json")
-    data = (json.dumps(record, indent=2) + "\n").encode()
+    data = (json.dumps({**record, "record_uri": uri}, indent=2) + "\n").encode()
     write_bytes(uri, data)
     (Path(params.work) / "pipeline-run.json").write_bytes(data)
     return uri
