@@ -11,6 +11,7 @@ stub this interpreter's site-packages so model.py files import numpy/onnxruntime
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -250,6 +251,10 @@ class TritonServer:
                 except subprocess.TimeoutExpired:
                     os.killpg(self.process.pid, signal.SIGKILL)
                     self.process.wait()
+            # Stopped while loading models, Triton exits without its python backend stubs: they outlived it
+            # (reparented to init, each holding a model) in its process group, which still exists through them.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
             code = self.process.returncode
             self.process = None
             self._log.close()

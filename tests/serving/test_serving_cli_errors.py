@@ -3,6 +3,7 @@ unreachable input, a stop signal. Each is a one-line error (exit 2) that names t
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -89,6 +90,13 @@ def test_loadtest_against_no_server_is_unavailable_not_a_measurement(monkeypatch
 
 
 @pytest.mark.integration
+def _in_group(process: object, pgid: int) -> bool:
+    try:
+        return os.getpgid(process.pid) == pgid  # type: ignore[attr-defined]
+    except ProcessLookupError:
+        return False
+
+
 def test_sigterm_to_check_with_repo_stops_the_server_it_started(served_repo: Path) -> None:
     import psutil
 
@@ -112,6 +120,12 @@ def test_sigterm_to_check_with_repo_stops_the_server_it_started(served_repo: Pat
         assert "interrupted" in proc.communicate()[1]
         gone, alive = psutil.wait_procs(servers, timeout=30)
         assert not alive, f"tritonserver {[p.pid for p in alive]} outlived `check --repo`"
+        # Its python backend stubs too: stopped while loading, Triton left them running (reparented to init).
+        stubs = [p for p in psutil.process_iter(["pid"]) if _in_group(p, servers[0].pid)]
+        gone, alive = psutil.wait_procs(stubs, timeout=10)
+        assert not alive, (
+            f"{[p.cmdline()[:1] for p in alive]} of tritonserver's group outlived `check --repo`"
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
