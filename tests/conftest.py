@@ -5,6 +5,7 @@ Component-specific fixtures live beside their tests (tests/<component>/conftest.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 
@@ -44,3 +45,27 @@ def s3_env(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-south-2")
     return s3_server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.leaks import mark_session
+
+    mark_session()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A process the suite started and nobody stops is a failure of the run (tests/leaks.py)."""
+    from tests.leaks import MARKER, leaked
+
+    if hasattr(session.config, "workerinput"):  # only the session that owns the processes judges
+        return
+    found = leaked(os.environ[MARKER])
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["processes started by the tests outlived them (killed now):", *found]
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "leaked processes", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
