@@ -118,7 +118,8 @@ def test_no_drift_same_data_fresh_champion_means_no_training(env: dict) -> None:
     assert Path(record["record_uri"]).parent.name == "pipeline-runs"
     assert Path(record["record_uri"]).parent.parent.joinpath("records").is_dir()
     assert stored["inputs"]["preset"] == "smoke" and stored["outcome"] == record["outcome"]
-    assert stored["record_uri"] == record["record_uri"]  # the stored record says where it lives, as documented
+    # The stored record says where it lives, as documented.
+    assert stored["record_uri"] == record["record_uri"]
 
 
 @pytest.mark.slow
