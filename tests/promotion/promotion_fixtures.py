@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from demo.stages import kill_group
 from tests.conftest import free_port
 
 MANIFEST_SHA = "a" * 64
@@ -187,7 +186,7 @@ class RecordingDeployer:
 
 
 def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
-    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with stop_server."""
+    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with demo.stages.kill_group."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}"]
@@ -204,19 +203,9 @@ def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
             return proc, url
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                stop_server(proc)
+                kill_group(proc, grace_s=20)
                 pytest.fail(f"mlflow server did not answer on {url} (exit {proc.poll()})")
             time.sleep(0.25)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def candidate_in_bucket(candidate: Path, key: str) -> str:

@@ -21,8 +21,9 @@ from promotion_fixtures import (
     candidate_in_bucket,
     make_candidate,
     mlflow_server,
-    stop_server,
 )
+
+from demo.stages import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,4 +105,4 @@ def test_rollback_to_a_version_deleted_in_the_registry_writes_nothing(
         assert (store / "m-deleted" / "environments" / "dev.json").read_text() == history
         assert client.get_model_version_by_alias("m-deleted", "dev").version == "2"
     finally:
-        stop_server(server)
+        kill_group(server, grace_s=20)
