@@ -25,18 +25,21 @@ def mark_session() -> str:
     return os.environ.setdefault(MARKER, uuid.uuid4().hex)
 
 
+def marked(marker: str, variable: str = MARKER) -> list[psutil.Process]:
+    """Live (not zombie) processes whose environment has `variable` set to `marker`."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(variable) == marker:
+                found.append(proc)
+    return found
+
+
 def orphans(marker: str) -> list[psutil.Process]:
     """Live processes carrying `marker` that are neither this process nor one of its descendants."""
     me = psutil.Process()
     ours = {me.pid, *(p.pid for p in me.children(recursive=True))}
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid in ours:
-            continue
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARKER) == marker:
-                found.append(proc)
-    return found
+    return [proc for proc in marked(marker) if proc.pid not in ours]
 
 
 def leaked(marker: str, grace_s: float = 10.0) -> list[str]:

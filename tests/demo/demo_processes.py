@@ -8,19 +8,14 @@ import contextlib
 
 import psutil
 
+from tests import leaks
+
 MARKER = "EU_ML_DEMO_LEAK_CHECK"
 
 
 def marked(marker: str) -> list[psutil.Process]:
     """Live (not zombie) processes carrying this run's marker in their environment."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARKER) == marker:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return found
+    return leaks.marked(marker, MARKER)
 
 
 def kill_marked(marker: str) -> None:
