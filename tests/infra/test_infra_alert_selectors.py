@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from infra_fixtures import STACKS, Plan, k8s_objects, launch_config
 
-ROOT = Path(__file__).resolve().parents[2]
+from infra.k8s.monitoring import alert_rule_groups, dashboards
+
 # kube-state-metrics metric prefix -> (kind, label holding the object's name)
 KSM = {
     "kube_deployment_": ("Deployment", "deployment"),
@@ -30,15 +29,15 @@ MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 
 
 def expressions() -> list[tuple[str, str]]:
+    """The alert rules and dashboard panels exactly as infra puts them into every stack."""
     found = [
         (f"alert {rule['alert']}", rule["expr"])
-        for path in sorted((ROOT / "monitoring" / "rules").glob("*.yaml"))
-        for group in yaml.safe_load(path.read_text())["groups"]
+        for group in alert_rule_groups()
         for rule in group["rules"]
         if "alert" in rule
     ]
-    for path in sorted((ROOT / "monitoring" / "dashboards").glob("*.json")):
-        for panel in json.loads(path.read_text())["panels"]:
+    for text in dashboards().values():
+        for panel in json.loads(text)["panels"]:
             found += [(f"panel {panel['title']!r}", t["expr"]) for t in panel.get("targets", [])]
     return found
 

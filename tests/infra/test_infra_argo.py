@@ -9,7 +9,6 @@ also survive a round trip unchanged (a misspelt field would vanish and fail the 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +17,10 @@ from infra_fixtures import STACKS, Plan
 
 from infra import plan as planner
 from infra.k8s import argo as infra_argo
+from infra.k8s.monitoring import alert_rule_groups
 from infra.shape import POOL_SELECTORS
 from pipeline import argo, dag
 
-ROOT = Path(__file__).resolve().parents[2]
 hera = pytest.importorskip(
     "hera.workflows.models", reason="hera (Argo's schema as models) is a dev dependency"
 )
@@ -214,10 +213,9 @@ def test_each_run_reports_its_outcome_to_the_failure_alert_through_a_scraped_con
         "0": "{{workflow.status}} != Succeeded",
     }
     assert all(g["labels"] == [{"key": "environment", "value": plan.doc["environment"]}] for g in gauges)
-    rules = yaml.safe_load((ROOT / "monitoring" / "rules" / "training.yaml").read_text())["groups"][0][
-        "rules"
+    (alert,) = [
+        r for g in alert_rule_groups() for r in g["rules"] if r.get("alert") == "RetrainingPipelineFailed"
     ]
-    (alert,) = [r for r in rules if r.get("alert") == "RetrainingPipelineFailed"]
     assert f"argo_workflows_{argo.PIPELINE_METRIC}" in alert["expr"] and "by (environment)" in alert["expr"]
     (release,) = [
         r["inputs"] for r in plan.iter_custom()

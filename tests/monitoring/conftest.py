@@ -28,3 +28,18 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def prom_lines(out: Path) -> set[str]:
     """The samples of the metrics.prom a monitoring job wrote to `out` (comments dropped)."""
     return {line for line in (out / "metrics.prom").read_text().splitlines() if not line.startswith("#")}
+
+
+def alerts() -> dict[str, dict]:
+    """Every alert rule of monitoring/rules/*.yaml by its name."""
+    import yaml
+
+    from monitoring.localstack import RULES
+
+    return {
+        rule["alert"]: rule
+        for path in sorted(RULES.glob("*.yaml"))
+        for group in yaml.safe_load(path.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }

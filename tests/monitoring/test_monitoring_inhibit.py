@@ -19,18 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from monitoring import metrics
 from monitoring.alerting import INHIBIT_RULES
-from monitoring.localstack import RULES, LocalAlerting
+from monitoring.localstack import LocalAlerting
+from tests.monitoring.conftest import alerts
 
 _MATCHER = re.compile(r'^(\w+)(=|!=|=~|!~)"(.*)"$')
-
-
-def alert_rules() -> list[dict[str, Any]]:
-    return [r for f in sorted(RULES.glob("*.yaml")) for g in yaml.safe_load(f.read_text())["groups"]
-            for r in g["rules"] if "alert" in r]  # fmt: skip
 
 
 def matches(matchers: list[str], labels: dict[str, str]) -> bool:
@@ -59,7 +54,7 @@ def output_labels(rule: dict[str, Any]) -> set[str]:
 def test_every_inhibit_rule_pairs_alerts_that_exist_and_share_its_equal_labels(
     inhibit: dict[str, Any],
 ) -> None:
-    rules = alert_rules()
+    rules = list(alerts().values())
     labelled = [(r, {"alertname": r["alert"], **r.get("labels", {})}) for r in rules]
     sources = [r for r, labels in labelled if matches(inhibit["source_matchers"], labels)]
     targets = [r for r, labels in labelled if matches(inhibit["target_matchers"], labels)]

@@ -17,6 +17,7 @@ import yaml
 
 from monitoring import metrics
 from monitoring.alerting import alertmanager_config
+from tests.monitoring.conftest import alerts
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = sorted((ROOT / "monitoring" / "rules").glob("*.yaml"))
@@ -37,10 +38,6 @@ def tool(name: str) -> str:
             f"{name} is not installed: apt-get install prometheus prometheus-alertmanager (.ci/run does)"
         )
     return path
-
-
-def alerts() -> dict[str, dict]:
-    return {r["alert"]: r for f in RULES for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"]}
 
 
 def test_every_required_alert_exists_with_severity_owner_and_runbook() -> None:
