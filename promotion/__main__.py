@@ -21,7 +21,7 @@ from promotion.config import load_config
 from promotion.errors import PromotionError
 from promotion.evidence import load_evidence
 from promotion.stackconfig import check_stack_config, update_stack_config
-from promotion.store import ModelStore, default_store
+from promotion.store import ModelStore, default_store, to_json
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -140,7 +140,7 @@ def _approval(args: argparse.Namespace) -> int:
         print(f"no approving review for {args.env}: the approval gate will fail", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    args.out.write_text(to_json(record))
     print(f"approved by {record['approver']} for {args.env}")
     return 0
 
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         store = ModelStore(args.store, args.model_name)
         if args.command == "history":
             for event in store.events(args.env):
-                print(ops.dumps(event).strip())
+                print(to_json(event).strip())
             live = store.deployed(args.env)
             print(f"{args.env} serves: {live[-1].version if live else 'nothing'}")
             return 0
@@ -233,12 +233,12 @@ def main(argv: list[str] | None = None) -> int:
             _print_record(outcome.record)
             if args.out:
                 args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(ops.dumps(outcome.record))
+                args.out.write_text(to_json(outcome.record))
         if outcome.record_uri:
             print(f"record: {outcome.record_uri}")
         if args.deploy_out and outcome.deploy:
             args.deploy_out.parent.mkdir(parents=True, exist_ok=True)
-            args.deploy_out.write_text(ops.dumps(outcome.deploy))
+            args.deploy_out.write_text(to_json(outcome.deploy))
         if args.stack_config and outcome.deploy:
             image = outcome.deploy["serving_image"]
             if not outcome.deploy["deployable"] or not image:

@@ -19,7 +19,7 @@ from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
 from promotion.record import build_record, rollback_record, validate_record
 from promotion.registry import Registry
-from promotion.store import ModelStore, to_json
+from promotion.store import ModelStore
 
 # The load test the smoke check ran against the live endpoint, stored beside the record.
 LIVE_LOADTEST = "post-deploy-loadtest.json"
@@ -303,7 +303,3 @@ def rollback(
         },
     )
     return Outcome(record, uri, _deploy(record))
-
-
-def dumps(obj: Any) -> str:
-    return to_json(obj)
