@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from demo.stages import kill_group
 from monitoring.cli import main
 from monitoring.localstack import LocalAlerting, free_port
 from tests.monitoring.conftest import prom_lines
@@ -55,15 +56,6 @@ def _start(cmd: list[str], log: Path, ready_url: str, what: str) -> subprocess.P
             time.sleep(0.3)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)  # its own process group: the emulator's script and its JVM
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
 @pytest.fixture(scope="module")
 def pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Google's Pub/Sub emulator (Java; REST and gRPC on one port): host:port."""
@@ -78,7 +70,7 @@ def pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        kill_group(proc, grace_s=15)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +86,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        kill_group(proc, grace_s=15)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.stages import kill_group
 from tests.conftest import free_port
 from training.errors import EXIT_OK
 
@@ -41,17 +41,6 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
                 return
         time.sleep(0.1)
     raise RuntimeError(f"emulator did not listen on {port} within {timeout} s")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the emulator by its own process group (we started it in a new session)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def start_gcs() -> tuple[subprocess.Popen, dict[str, str]]:
@@ -144,13 +133,13 @@ def stores(
     try:
         azurite, az_env = start_azurite(tmp_path_factory.mktemp("azurite"))
     except BaseException:
-        _stop(gcs)
+        kill_group(gcs, grace_s=10)
         raise
     try:
         yield {"gs": gcs_env, "az": az_env}
     finally:
-        _stop(azurite)
-        _stop(gcs)
+        kill_group(azurite, grace_s=10)
+        kill_group(gcs, grace_s=10)
 
 
 def _bucket(scheme: str, name: str) -> str:
@@ -252,7 +241,7 @@ def test_an_outage_is_retried_then_reported_as_storage_unavailable(
         if scheme == "s3":
             server.stop()  # type: ignore[attr-defined]
         else:
-            _stop(server)  # type: ignore[arg-type]
+            kill_group(server, grace_s=10)  # type: ignore[arg-type]
     monkeypatch.setenv("TRAINING_STORAGE_RETRY_S", "2")
     started = time.monotonic()
     with pytest.raises(StorageUnavailable) as info:
