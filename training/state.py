@@ -176,7 +176,7 @@ def check_batch_order(trainer: dict[str, Any], name: str, config: RunConfig) -> 
     loop spinning forever without a step (a larger batch_size), deaf to SIGTERM. An epoch boundary is exact.
     """
     position = int(trainer["state"].get("batch_in_epoch", 0))
-    saved, current = _flat(trainer.get("config") or {}), config.flat()
+    saved, current = _flat(trainer.get("config") or {}), _flat(config.to_dict())
     changed = [k for k in BATCH_ORDER_KEYS if k in saved and k in current and saved[k] != current[k]]
     if position == 0 or not changed:
         return
@@ -191,7 +191,6 @@ def check_batch_order(trainer: dict[str, Any], name: str, config: RunConfig) -> 
 
 
 def _flat(saved: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A checkpoint's saved config (JSON, no dataclasses) with the dotted keys of RunConfig.flat()."""
     out: dict[str, Any] = {}
     for key, value in saved.items():
         if isinstance(value, dict):
