@@ -6,6 +6,7 @@
     python -m promotion rollback --env prod --reason "p99 regression in production"
     python -m promotion history  --env dev
     python -m promotion approval --env prod --github-reviews approvals.json --out approval.json
+    python -m promotion unlock   --env prod --lock-id ID   (after a promotion was killed outright)
 
 Exit status: 0 promoted (or would be, for evaluate) / rolled back; 1 a gate rejected the
 candidate (the record says why); 2 the command could not run (bad input or config).
@@ -20,6 +21,7 @@ from pathlib import Path
 from promotion.config import load_config
 from promotion.errors import PromotionError
 from promotion.evidence import load_evidence
+from promotion.lock import lock_uri, release
 from promotion.stackconfig import check_stack_config, update_stack_config
 from promotion.store import ModelStore, default_store, to_json
 
@@ -114,6 +116,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True, help="why (kept in the rollback record)")
     p = sub.add_parser("history", help="list the environment's promotions and rollbacks")
     _common(p)
+    p = sub.add_parser(
+        "unlock", help="remove the lock a killed promotion or rollback left (its id is required)"
+    )
+    p.add_argument("--env", required=True)
+    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
+    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    p.add_argument("--lock-id", required=True, help="the id the refused run printed (guards a newer lock)")
     p = sub.add_parser("approval", help="approval record from GitHub's environment reviews of a run (JSON)")
     p.add_argument("--env", required=True)
     p.add_argument(
@@ -168,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         return _approval(args)
     try:
         store = ModelStore(args.store, args.model_name)
+        if args.command == "unlock":
+            uri = lock_uri(store.root, store.model, args.env)
+            print(f"{uri}: removed" if release(uri, args.lock_id) else f"{uri}: no lock (nothing to do)")
+            return 0
         if args.command == "history":
             for event in store.events(args.env):
                 print(to_json(event).strip())

@@ -49,6 +49,27 @@ def write_bytes(uri: str, data: bytes) -> None:
         f.write(data)
 
 
+def create_exclusive(uri: str, data: bytes) -> None:
+    """Write `uri` only if it does not exist; FileExistsError if it does. fsspec's "xb" mode is each store's own
+    create-only write: O_EXCL locally, S3's `If-None-Match: *`, GCS's `ifGenerationMatch=0`, Azure's
+    `If-None-Match: *` (upload_blob(overwrite=False)); the store decides, so two writers cannot both win."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    parent = path.rsplit("/", 1)[0]
+    if parent and parent != path:
+        fs.makedirs(parent, exist_ok=True)
+    with fs.open(path, "xb") as f:
+        f.write(data)
+
+
+def remove(uri: str) -> None:
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    fs.rm(path)
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from promotion import gates, sequence
+from promotion import gates, lock, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
@@ -141,6 +141,38 @@ def promote(
     local_run: bool = False,
     requested_by: str | None = None,
 ) -> Outcome:
+    """Gates (approval included) -> deploy -> post-deploy smoke -> register + alias + history, holding the
+    environment's lock (promotion/lock.py) from the champion's read to the history's write."""
+    with lock.held(
+        store.root,
+        store.model,
+        config.environment(environment).name,
+        operation="promote",
+        requested_by=requested_by,
+    ):
+        return _promote(
+            evidence,
+            config,
+            environment,
+            store=store,
+            registry=registry,
+            deployer=deployer,
+            local_run=local_run,
+            requested_by=requested_by,
+        )
+
+
+def _promote(
+    evidence: Evidence,
+    config: PromotionConfig,
+    environment: str,
+    *,
+    store: ModelStore,
+    registry: Registry,
+    deployer: Deployer | None,
+    local_run: bool,
+    requested_by: str | None,
+) -> Outcome:
     """Gates (approval included) -> deploy -> post-deploy smoke -> register + alias + history.
 
     The record is always written. A deployable candidate needs a `deployer`: the alias never
@@ -255,7 +287,17 @@ def promote(
 def rollback(
     environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None = None
 ) -> Outcome:
-    """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version."""
+    """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version,
+    holding the environment's lock (a rollback racing a promotion would pop the wrong entry)."""
+    with lock.held(store.root, store.model, environment, operation="rollback", requested_by=requested_by):
+        return _rollback(
+            environment, store=store, registry=registry, reason=reason, requested_by=requested_by
+        )
+
+
+def _rollback(
+    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None
+) -> Outcome:
     stack = store.deployed(environment)
     if len(stack) < 2:
         raise PromotionError(

@@ -5,6 +5,7 @@ Layout under the store root (a local folder or a bucket prefix, via fsspec):
     <root>/<model>/records/<record_id>.json   the record (also the model card's data)
     <root>/<model>/records/<record_id>.md     the same record as a readable model card
     <root>/<model>/environments/<env>.json    {"environment", "events": [...]} in order
+    <root>/<model>/environments/<env>.lock    present while a promotion or rollback runs (promotion/lock.py)
 
 Records are never overwritten. The environment history is replayed as a stack:
 `promote` pushes a version, `rollback` pops one; the top is what the environment
@@ -121,8 +122,8 @@ class ModelStore:
         return list(events)
 
     def append_event(self, environment: str, event: dict[str, Any]) -> None:
-        # Read-modify-write: object stores have no append. Promotions of one
-        # environment are serialised by the pipeline (a GitHub concurrency group).
+        # Read-modify-write: object stores have no append. promote() and rollback() hold the environment's
+        # lock (promotion/lock.py) around it, so no concurrent writer can lose an event.
         events = [*self.events(environment), event]
         write_bytes(
             self.history_uri(environment),

@@ -5,8 +5,10 @@ Component-specific fixtures live beside their tests (tests/<component>/conftest.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +19,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _main_thread_loop() -> asyncio.AbstractEventLoop | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return None
+
+
+@pytest.fixture(autouse=True)
+def main_thread_event_loop() -> Iterator[None]:
+    """A test leaves the main thread's event loop as it found it. adlfs (az://) sets it to fsspec's IO loop,
+    which fsspec runs in its own thread: every later Pulumi program in this process (the infra plans) then
+    sees a "running" loop it is not inside and fails with "no running event loop"."""
+    before = _main_thread_loop()
+    yield
+    if _main_thread_loop() is not before:
+        asyncio.set_event_loop(before)
 
 
 @pytest.fixture(scope="session")
