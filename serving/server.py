@@ -24,12 +24,16 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 from serving.errors import PortInUseError, ServerError
 
 READY_TIMEOUT_S = 120.0
+WATCHDOG = Path(__file__).with_name("watchdog.py")
+"""Stops the server when the process that started it dies without stopping it (SIGKILL, OOM kill)."""
 # Triton logs each failed model as one line; its message (escaped newlines, then a Python traceback)
 # ends at the first "\n". The table and shutdown lines after it push it out of any short tail.
 _LOAD_FAILURE = re.compile(r"\] \"(failed to load '[^']+' version \d+: .*?)(?:\\n|\"$)")
@@ -72,6 +76,21 @@ def make_backend_dir(target: Path) -> Path:
     return target
 
 
+SHM_DIR = Path("/dev/shm")
+
+
+def shm_prefix(workdir: Path) -> str:
+    """The python backend's shared-memory region prefix of the server running in `workdir` (unique: mkdtemp)."""
+    return f"triton_python_backend_shm_region_{workdir.name}-"
+
+
+def remove_shm(workdir: Path) -> None:
+    """Remove the shared-memory regions of the server that ran in `workdir` (call once its group is dead)."""
+    for region in SHM_DIR.glob(f"{shm_prefix(workdir)}*"):
+        with contextlib.suppress(FileNotFoundError):
+            region.unlink()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -86,6 +105,25 @@ def _check_port(host: str, port: int, role: str) -> None:
             s.bind((host, port))
         except OSError as exc:
             raise PortInUseError(port, role, host) from exc
+
+
+_STARTED: weakref.WeakSet[TritonServer] = weakref.WeakSet()
+
+
+def _forget_in_forked_child() -> None:
+    """A child forked from the starter (os.fork, multiprocessing's fork) does not own the starter's servers.
+
+    Its inherited copy of the watchdog's pipe would keep the watchdog waiting after the starter died, and its
+    copies of the objects would stop the starter's server (or kill its watchdog) if it left their `with`.
+    """
+    for server in list(_STARTED):
+        if server._watchdog is not None and server._watchdog.stdin is not None:
+            with contextlib.suppress(OSError):
+                server._watchdog.stdin.close()
+        server.process, server._watchdog, server._log, server._workdir = None, None, None, None
+
+
+os.register_at_fork(after_in_child=_forget_in_forked_child)
 
 
 class TritonServer:
@@ -113,6 +151,8 @@ class TritonServer:
         self.log_verbose = log_verbose
         self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._log: BinaryIO | None = None
         self._workdir: Path | None = None
 
     @property
@@ -152,6 +192,9 @@ class TritonServer:
             "--exit-on-error=true",
             "--exit-timeout-secs=10",
             f"--log-verbose={self.log_verbose}",
+            # Each stub's shared memory gets this server's own name prefix, so stop() (and the watchdog) can
+            # remove what SIGKILLed stubs leave in /dev/shm: 1 MiB and up per model instance, every time.
+            f"--backend-config=python,shm-region-prefix-name={shm_prefix(backend_dir.parent)}",
             *self.extra_args,
         ]
 
@@ -180,18 +223,34 @@ class TritonServer:
         ):
             _check_port(self.host, port, role)
         self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
-        backend_dir = make_backend_dir(self._workdir / "backends")
-        log = open(self._workdir / "tritonserver.log", "wb")  # noqa: SIM115 - closed in stop()
-        self._log = log
-        self.process = subprocess.Popen(
-            self.command(backend_dir),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=self.environment(),
-            cwd=self._workdir,
-            start_new_session=True,  # Ctrl-C reaches us; we stop the server in order
-        )
+        _STARTED.add(self)
         try:
+            backend_dir = make_backend_dir(self._workdir / "backends")
+            log = open(self._workdir / "tritonserver.log", "wb")  # noqa: SIM115 - closed in stop()
+            self._log = log
+            # Started first, so no moment passes with a server and no watchdog: the pid follows on its pipe.
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", str(WATCHDOG), str(self._workdir), shm_prefix(self._workdir)],
+                stdin=subprocess.PIPE,
+                start_new_session=True,  # signals for our process group (Ctrl-C, timeout -s KILL) spare it
+            )
+            self.process = subprocess.Popen(
+                self.command(backend_dir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                cwd=self._workdir,
+                start_new_session=True,  # Ctrl-C reaches us; we stop the server in order
+            )
+            assert self._watchdog.stdin is not None
+            try:
+                self._watchdog.stdin.write(f"{self.process.pid}\n".encode())
+                self._watchdog.stdin.flush()
+            except OSError as exc:
+                raise ServerError(
+                    f"the watchdog ({sys.executable} -I {WATCHDOG}) exited at start with code "
+                    f"{self._watchdog.poll()}: its error is printed above"
+                ) from exc
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -257,8 +316,19 @@ class TritonServer:
                 os.killpg(self.process.pid, signal.SIGKILL)
             code = self.process.returncode
             self.process = None
+        if self._log is not None:
             self._log.close()
+            self._log = None
+        if self._watchdog is not None:
+            # Killed, not sent end of file: end of file is what tells it to stop the server (we are gone).
+            self._watchdog.kill()
+            self._watchdog.wait()
+            if self._watchdog.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self._watchdog.stdin.close()
+            self._watchdog = None
         if self._workdir is not None:
+            remove_shm(self._workdir)
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
         return code

@@ -5,9 +5,10 @@ scaler; written by rank 0), ``rank-00000.pt`` ... (each rank's RNG states), ``tr
 (step, epoch, sampler position, early-stopping state, config, dataset manifest hash) and,
 written last, ``MANIFEST.json`` with the size and SHA-256 of every file. A checkpoint
 without a manifest, or whose files do not match it, is incomplete: resume skips it and
-falls back to the previous one. Each file is written under a temporary name and renamed
-(local) or PUT in one request (object stores, where a PUT is atomic), so the manifest
-always commits a whole checkpoint. ``best-<step>/`` holds the best model weights so far.
+falls back to the previous one; pruning keeps the newest ones by the same check (`resumable`).
+Each file is written under a temporary name and renamed (local) or PUT in one request (object
+stores, where a PUT is atomic), so the manifest always commits a whole checkpoint.
+``best-<step>/`` holds the best model weights so far.
 Every store operation is retried on transient errors with backoff and jitter (training/retry.py).
 """
 
@@ -46,6 +47,9 @@ class Store:
         self.local = isinstance(self.fs, LocalFileSystem)
         if self.local:
             os.makedirs(self.root, exist_ok=True)
+        self.whole: dict[str, frozenset[str]] = {}
+        """Checkpoints this process committed or verified whole, with the files their manifest lists: a
+        committed checkpoint never changes, so pruning after every save need not download them again."""
 
     def _path(self, rel: str) -> str:
         return f"{self.root}/{rel}"
@@ -104,6 +108,7 @@ class Store:
         return sorted(ours, key=lambda n: (int(n[len(prefix) :]), n))
 
     def delete(self, rel: str) -> None:
+        self.whole.pop(rel, None)
         with contextlib.suppress(FileNotFoundError):
             self._call(f"delete {rel}", lambda: self.fs.rm(self._path(rel), recursive=True))
 
@@ -151,6 +156,7 @@ def write_checkpoint(
             **(meta or {}),
         }
         store.write(f"{name}/{MANIFEST}", json.dumps(manifest, indent=1, sort_keys=True).encode())
+        store.whole[name] = frozenset(merged)
 
 
 def verify(
@@ -181,7 +187,43 @@ def verify(
             )
             return None
         files[rel] = data
+    if wanted is None:
+        store.whole[name] = frozenset(listed)
     return manifest, files
+
+
+def missing(listed: Any, required: tuple[str, ...]) -> list[str]:
+    """The `required` files a manifest's file list lacks."""
+    return [f for f in required if f not in listed]
+
+
+def resumable(
+    store: Store,
+    name: str,
+    prefix: str = STEP_PREFIX,
+    wanted: list[str] | None = None,
+    required: tuple[str, ...] = (),
+) -> Loaded | None:
+    """``name`` loaded if resume would take it: complete, uncorrupted, and listing every `required` file.
+
+    The one check of a checkpoint's worth: resume picks with it and pruning counts with it, so pruning never
+    keeps a checkpoint that resume would skip in place of one it would take.
+    """
+    found = verify(store, name, wanted)
+    if found is None:
+        return None
+    manifest, files = found
+    lacking = missing(manifest["files"], required)
+    if lacking:
+        log.error(
+            "checkpoint %s/%s lists no %s (only %s): it cannot be resumed; skipping it",
+            store.uri,
+            name,
+            " or ".join(lacking),
+            ", ".join(sorted(manifest["files"])) or "nothing",
+        )
+        return None
+    return Loaded(name=name, step=int(name[len(prefix) :]), files=files, manifest=manifest)
 
 
 def latest(
@@ -191,41 +233,46 @@ def latest(
     required: tuple[str, ...] = (),
     corrupt: list[str] | None = None,
 ) -> Loaded | None:
-    """The newest complete, uncorrupted checkpoint that lists every `required` file (falling back to older ones).
+    """The newest checkpoint `resumable` takes (falling back to older ones).
 
     ``corrupt`` collects the newer checkpoints skipped although they have a manifest (a file truncated,
-    altered or missing): `prune` counts those as complete, so they would outrank this run's next saves.
+    altered or missing, or no `required` file): they can never be resumed, so the caller deletes them.
     """
     for name in reversed(store.dirs(prefix)):
-        found = verify(store, name, wanted)
-        if found is None:
-            if corrupt is not None and store.exists(f"{name}/{MANIFEST}"):
-                corrupt.append(name)
-            continue
-        manifest, files = found
-        missing = [f for f in required if f not in files]
-        if missing:
-            log.error(
-                "checkpoint %s/%s lists no %s (only %s): it cannot be resumed; skipping it (delete it to silence this)",
-                store.uri,
-                name,
-                " or ".join(missing),
-                ", ".join(sorted(files)) or "nothing",
-            )
-            continue
-        return Loaded(name=name, step=int(name[len(prefix) :]), files=files, manifest=manifest)
+        found = resumable(store, name, prefix, wanted, required)
+        if found is not None:
+            return found
+        if corrupt is not None and store.exists(f"{name}/{MANIFEST}"):
+            corrupt.append(name)
     return None
 
 
-def prune(store: Store, keep_last: int, prefix: str = STEP_PREFIX) -> list[str]:
-    """Delete all but the newest ``keep_last`` complete checkpoints, and incomplete ones older than those."""
+def prune(
+    store: Store, keep_last: int, prefix: str = STEP_PREFIX, required: tuple[str, ...] = ()
+) -> list[str]:
+    """Keep the newest ``keep_last`` checkpoints that resume would take (`resumable`, same `required`).
+
+    Deleted: every folder older than the oldest kept one, and newer ones whose manifest resume rejects (as
+    resume deletes them). A newer folder without a manifest is left: only its writer knows it is abandoned.
+    Counting a rejected checkpoint as kept used to push good ones out, down to none with keep_last=1.
+    """
     names = store.dirs(prefix)
-    complete = [n for n in names if store.exists(f"{n}/{MANIFEST}")]
-    keep = set(complete[-keep_last:])
+    keep: list[str] = []
+    rejected: list[str] = []
+    for name in reversed(names):
+        if len(keep) == keep_last:
+            break
+        if name not in store.whole:  # committed or verified whole by this process: no download again
+            resumable(store, name, prefix, required=required)  # records it in store.whole when whole
+        listed = store.whole.get(name)
+        if listed is not None and not missing(listed, required):
+            keep.append(name)
+        elif store.exists(f"{name}/{MANIFEST}"):
+            rejected.append(name)
     if not keep:
         return []
-    first_kept = min(names.index(n) for n in keep)  # names are in step order
-    doomed = [n for n in names[:first_kept] if n not in keep]
+    first_kept = names.index(keep[-1])  # names are in step order; every rejected one is newer
+    doomed = [*names[:first_kept], *reversed(rejected)]
     for name in doomed:
         store.delete(name)
     return doomed
@@ -249,9 +296,24 @@ def recorded_best(store: Store, best_step: int | None) -> Loaded | None:
 
 
 def prune_best(store: Store, best_step: int) -> list[str]:
-    """Delete every best-model folder except the recorded best step's."""
-    keep = step_name(best_step, BEST_PREFIX)
-    doomed = [n for n in store.dirs(BEST_PREFIX) if n != keep]
+    """Delete every best-model folder except the recorded best step's and those a step checkpoint records.
+
+    Each step checkpoint's manifest carries the ``best_step`` of its trainer.json: the run resumes from one of
+    them, with that best. Deleting the previous best as soon as a new one was written lost it when the run died
+    before its next save (node loss, OOM: no SIGTERM save), and the final model silently became the last
+    weights. A manifest from before ``best_step`` was recorded there keeps every folder (nothing is known).
+    """
+    keep = {step_name(best_step, BEST_PREFIX)}
+    for name in store.dirs(STEP_PREFIX):
+        try:
+            manifest = json.loads(store.read(f"{name}/{MANIFEST}"))
+        except (FileNotFoundError, ValueError):
+            continue  # no manifest: resume never takes it
+        if not isinstance(manifest, dict) or "best_step" not in manifest:
+            return []
+        if manifest["best_step"] is not None:
+            keep.add(step_name(int(manifest["best_step"]), BEST_PREFIX))
+    doomed = [n for n in store.dirs(BEST_PREFIX) if n not in keep]
     for name in doomed:
         store.delete(name)
     return doomed

@@ -102,11 +102,12 @@ def latest_resumable(store: ckpt.Store, corrupt: list[str] | None = None) -> ckp
 
 
 def _drop_corrupt(store: ckpt.Store, corrupt: list[str], found: ckpt.Loaded | None) -> None:
-    """Delete the corrupt checkpoints resume skipped (all newer than the one it takes).
+    """Delete the checkpoints with a manifest that resume skipped (all newer than the one it takes): a file
+    truncated, altered or missing, or no REQUIRED_FILES. They can never be resumed; pruning deletes them too.
 
-    Left in place they count as complete in pruning and, being the newest steps, are the ones kept: this
-    run's own saves were deleted as soon as written until it passed their step, so a preemption before that
-    restarted from the same old point (or from scratch) every time.
+    Before pruning used resume's own check, they counted as complete there and, being the newest steps, were
+    the ones kept: this run's own saves were deleted as soon as written until it passed their step, so a
+    preemption before that restarted from the same old point (or from scratch) every time.
     """
     for name in corrupt:
         if found is not None and name == found.name:
@@ -128,7 +129,10 @@ def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | No
         return found
     if found is None or found.step < kept.step:
         log.warning("uploading %s, kept on local disk while %s was unavailable", kept.name, store.uri)
-        ckpt.write_checkpoint(store, kept.name, kept.files, meta={"step": kept.step, "rescued": True})
+        recorded = {k: kept.manifest[k] for k in ("best_step",) if k in kept.manifest}  # prune_best reads it
+        ckpt.write_checkpoint(
+            store, kept.name, kept.files, meta={"step": kept.step, **recorded, "rescued": True}
+        )
         found = ckpt.latest(store)
     else:
         # The outage hit after the upload (the pruning that follows it): the store already holds this
@@ -367,16 +371,19 @@ def save(
             name,
             files,
             gather=dist.all_gather_object if dist.initialized and not solo else None,
-            meta={"step": state.step},
+            meta={"step": state.step, "best_step": state.best_step},
             is_main=dist.is_main,
         )
         if dist.is_main and not solo:
-            ckpt.prune(store, config.checkpoint.keep_last)
+            ckpt.prune(store, config.checkpoint.keep_last, required=REQUIRED_FILES)
+            if state.best_step is not None:  # a best folder no kept checkpoint records any more
+                ckpt.prune_best(store, state.best_step)
     except StorageUnavailable:
         if rescue is not None and dist.is_main:
             # Rank 0's files only (peers may be gone, so no gather): enough to resume, exactly on one process.
             # Every local rank shares this folder; another rank's manifest would replace rank 0's.
-            ckpt.write_checkpoint(rescue, name, files, meta={"step": state.step}, is_main=True)
+            meta = {"step": state.step, "best_step": state.best_step}
+            ckpt.write_checkpoint(rescue, name, files, meta=meta, is_main=True)
             log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
         raise
     seconds = time.monotonic() - t0

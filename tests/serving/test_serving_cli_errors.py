@@ -89,7 +89,6 @@ def test_loadtest_against_no_server_is_unavailable_not_a_measurement(monkeypatch
         loadtest.run(url, ["x"], concurrencies=(1,), requests=3, protocol="http")
 
 
-@pytest.mark.integration
 def _in_group(process: object, pgid: int) -> bool:
     try:
         return os.getpgid(process.pid) == pgid  # type: ignore[attr-defined]
@@ -97,6 +96,7 @@ def _in_group(process: object, pgid: int) -> bool:
         return False
 
 
+@pytest.mark.integration
 def test_sigterm_to_check_with_repo_stops_the_server_it_started(served_repo: Path) -> None:
     import psutil
 
