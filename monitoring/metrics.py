@@ -55,9 +55,16 @@ EXTERNAL = {
         "kube_deployment_spec_replicas",
         "kube_deployment_status_replicas_available",
     ),
+    # The Argo Workflow objects of the retraining pipeline, from kube-state-metrics' custom resource state config
+    # (infra/k8s/workflow_state.py): they survive a controller restart, unlike the controller's own gauge.
+    "kube-state-metrics custom resources": (
+        "kube_customresource_argo_workflow_status_phase",
+        "kube_customresource_argo_workflow_finished_time",
+        "kube_customresource_argo_workflow_node_started_time",
+    ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
     # The retraining WorkflowTemplate's own gauge (pipeline/argo.py PIPELINE_METRIC), which Argo's controller
-    # serves with its custom-metric prefix.
+    # serves with its custom-metric prefix; for dashboards (no alert reads it: gone after a controller restart).
     "argo-workflows": ("argo_workflows_ml_pipeline_succeeded",),
 }
 KNOWN = set(OWN) | {name for names in EXTERNAL.values() for name in names}

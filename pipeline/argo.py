@@ -14,7 +14,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from monitoring import environment as monitoring_env
 from pipeline import dag
+from training.launch_config import DEFAULT_PUSHGATEWAY
 
 API_VERSION = "argoproj.io/v1alpha1"
 NAMESPACE = "training"
@@ -36,11 +38,17 @@ EXIT_PREEMPTED = 75
 # A run takes minutes to about two hours (tune: trials x trial timeout, 8 x 15 min by default). One still going
 # after 12 h waits on something that will not come (a GPU pod Pending with no spot capacity, a hung step), and
 # with the CronWorkflow's concurrencyPolicy Forbid it would skip every later run in silence. At the deadline Argo
-# fails the run, which the gauge below reports.
+# fails the run (phase Failed), which RetrainingPipelineFailed reports.
 RUN_DEADLINE_S = 12 * 3600
-# Each finished run sets this gauge for its environment: 1 succeeded, 0 failed, errored or hit the deadline. The
-# controller serves it as argo_workflows_<name> (Argo prefixes custom metrics); monitoring/rules/training.yaml's
-# RetrainingPipelineFailed reads it. A Workflow is no Kubernetes Job: the training alerts do not see it.
+# How long a finished run's Workflow object stays (ttlStrategy). RetrainingPipelineFailed reads the phase of each
+# environment's last finished Workflow from the object itself (kube-state-metrics, infra/k8s/workflow_state.py): a
+# failed run must still exist when the next run is due and has finished (a week + the deadline in staging and prod),
+# or the alert resolves on its own. Five weeks also cover a few skipped weekly runs. The CronWorkflow's history limits
+# bound the count (7 + 7; they never delete the newest run), and the work volume goes at completion (volumeClaimGC).
+WORKFLOW_RETENTION_S = 35 * 24 * 3600
+# Each finished run also sets this gauge for its environment: 1 succeeded, 0 failed, errored or hit the deadline. The
+# controller serves it as argo_workflows_<name> (Argo prefixes custom metrics), for dashboards only: it lives in the
+# controller's memory and is gone after a controller restart until the next run, so no alert reads it.
 PIPELINE_METRIC = "ml_pipeline_succeeded"
 PIPELINE_METRIC_HELP = "1 if the last retraining pipeline run of the environment succeeded, 0 if not"
 # The trainer's namespace enforces Pod Security "restricted" (infra/k8s/workloads.py), and Argo runs workflow pods
@@ -83,7 +91,11 @@ def _args(step: dag.Step) -> list[str]:
 
 
 def _container_template(
-    step: dag.Step, images: Mapping[str, str], preset: str, pools: Mapping[str, Mapping[str, Any]]
+    step: dag.Step,
+    images: Mapping[str, str],
+    preset: str,
+    pools: Mapping[str, Mapping[str, Any]],
+    pushgateway_url: str | None = None,
 ) -> dict[str, Any]:
     gpu = step.name == "train" and preset == "gpu"
     resources: dict[str, Any] = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
@@ -117,6 +129,13 @@ def _container_template(
         )
     if step.condition:
         template["outputs"] = {"parameters": [{"name": "flag", "valueFrom": {"path": FLAG_PATH}}]}
+    if step.name == "train" and pushgateway_url:
+        # The trainer's progress stamp (monitoring/progress.py), grouped by the run's name: RetrainingTrainStepNoProgress
+        # joins it with the run's running train pod (kube-state-metrics' Workflow series carry the same name).
+        template["container"]["env"] = [
+            {"name": monitoring_env.MONITORING_PUSHGATEWAY_URL.name, "value": pushgateway_url},
+            {"name": monitoring_env.MONITORING_JOB_NAME.name, "value": "{{workflow.name}}"},
+        ]
     if step.name == "train":
         # Exit 75: preempted after a checkpoint; the retry resumes from it (training/README.md).
         template["retryStrategy"] = {
@@ -143,8 +162,10 @@ def workflow_template(
     params: dag.Params,
     pod_labels: Mapping[str, str] | None = None,
     pools: Mapping[str, Mapping[str, Any]] = POOLS,
+    pushgateway_url: str | None = DEFAULT_PUSHGATEWAY,
 ) -> dict[str, Any]:
-    """``pod_labels`` and ``pools`` come from the stack (infra/k8s/argo.py): the labels a pod needs to get the
+    """``pushgateway_url``: where the train step pushes its progress stamp (None: no stamp); the in-cluster
+    Pushgateway of every stack by default. ``pod_labels`` and ``pools`` come from the stack (infra/k8s/argo.py): the labels a pod needs to get the
     trainer's cloud identity (AKS workload identity injects its token only into pods labelled
     ``azure.workload.identity/use``), and each pool's node selector with the tolerations of every taint its nodes
     carry (AKS taints spot nodes itself). The defaults are the cloud-neutral ones."""
@@ -187,12 +208,15 @@ def workflow_template(
                 }
             ],
             "podGC": {"strategy": "OnWorkflowSuccess"},
-            "ttlStrategy": {"secondsAfterCompletion": 7 * 24 * 3600},
+            # Argo's default (OnWorkflowSuccess) would keep a failed run's 20Gi volume for as long as the run is kept;
+            # a resubmitted run starts from the buckets, not from this volume.
+            "volumeClaimGC": {"strategy": "OnWorkflowCompletion"},
+            "ttlStrategy": {"secondsAfterCompletion": WORKFLOW_RETENTION_S},
             "activeDeadlineSeconds": RUN_DEADLINE_S,
             "metrics": {"prometheus": [_outcome_gauge(environment, ok) for ok in (True, False)]},
             "templates": [
                 {"name": "retrain", "dag": {"tasks": [_task(s) for s in dag.STEPS]}},
-                *(_container_template(s, images, params.preset, pools) for s in dag.STEPS),
+                *(_container_template(s, images, params.preset, pools, pushgateway_url) for s in dag.STEPS),
             ],
         },
     }

@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from infra.config import PlatformConfig
 from infra.k8s.addons import ClusterAddons
-from infra.k8s.monitoring import fsspec_url
+from infra.k8s.monitoring import PUSHGATEWAY_URL, fsspec_url
 from infra.shape import (
     INFERENCE_PREFIX,
     POOL_SELECTORS,
@@ -57,8 +57,9 @@ def argo_chart() -> HelmChart:
             "controller": {
                 "nodeSelector": system,
                 "workflowNamespaces": [render.NAMESPACE],
-                # The pipeline's own gauge (pipeline/argo.py PIPELINE_METRIC) is served by the controller; the
-                # prometheus chart scrapes annotated pods, as it does Triton and DCGM. Off by default in the chart.
+                # The pipeline's own gauge (pipeline/argo.py PIPELINE_METRIC, for dashboards) and Argo's metrics are
+                # served by the controller; the prometheus chart scrapes annotated pods, as it does Triton and DCGM.
+                # Off by default in the chart. The alerts read the Workflow objects instead (workflow_state.py).
                 "metricsConfig": {"enabled": True, "port": ARGO_METRICS_PORT, "path": "/metrics"},
                 "podAnnotations": {
                     "prometheus.io/scrape": "true",
@@ -139,6 +140,7 @@ class RetrainingPipeline(pulumi.ComponentResource):
                 params=dataclasses.replace(params, serving_image=images[1]),
                 pod_labels=pod_labels,
                 pools={p: sel.to_output() for p, sel in (pools or POOL_SELECTORS).items()},
+                pushgateway_url=PUSHGATEWAY_URL,
             )
         )
         self.workflow_template = _custom(f"{name}-template", "WorkflowTemplate", template, labels, ready)

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import yaml
 
 from infra.config import PlatformConfig
+from infra.k8s.workflow_state import kube_state_metrics_values
 from infra.shape import POOL_SELECTORS, HelmChart, PoolSelector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,8 @@ def receiver_annotations(cfg: PlatformConfig) -> dict[str, str]:
 
 
 def prometheus_values(groups: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the prometheus chart adds for alerting: the rules, our Alertmanager and its Pushgateway."""
+    """What the prometheus chart adds for alerting: the rules, our Alertmanager, its Pushgateway, and the Argo
+    Workflow series of kube-state-metrics that the retraining alerts read (infra/k8s/workflow_state.py)."""
     target = f"{ALERTMANAGER}.{MONITORING_NAMESPACE}.svc:{ALERTMANAGER_PORT}"
     return {
         "serverFiles": {"alerting_rules.yml": {"groups": groups}},
@@ -100,6 +102,7 @@ def prometheus_values(groups: list[dict[str, Any]]) -> dict[str, Any]:
             "enabled": True,
             "nodeSelector": dict(POOL_SELECTORS["system"].node_selector),
         },
+        "kube-state-metrics": kube_state_metrics_values(),
     }
 
 

@@ -23,6 +23,9 @@ KSM = {
     "kube_horizontalpodautoscaler_": ("HorizontalPodAutoscaler", "horizontalpodautoscaler"),
     "kube_cronjob_": ("CronJob", "cronjob"),
     "kube_job_": ("Job", "job_name"),
+    # Custom resource state series of the Argo Workflows (infra/k8s/workflow_state.py): the Workflows are made at run
+    # time, from the WorkflowTemplate their `workflow_template` label names.
+    "kube_customresource_argo_workflow_": ("WorkflowTemplate", "workflow_template"),
 }
 SELECTOR = re.compile(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')

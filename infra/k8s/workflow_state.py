@@ -1,0 +1,129 @@
+"""The retraining pipeline's state as kube-state-metrics series, read from the Argo Workflow objects themselves.
+
+Why not Argo's own metrics: the controller keeps custom metrics in memory, so after a controller restart (a node
+drain, an upgrade, an eviction) the last run's outcome is gone until the next run, and a failure before the restart
+is forgotten. The Workflow objects live in etcd until their TTL (pipeline/argo.py WORKFLOW_RETENTION_S), so
+kube-state-metrics' custom resource state metrics (CustomResourceStateMetrics, `--custom-resource-state-config-file`;
+kubernetes/kube-state-metrics docs/metrics/extend/customresourcestate-metrics.md) read them again after any restart.
+
+kube-state-metrics is the prometheus chart's subchart (infra/k8s/addons.py pins prometheus 25.27.0; its
+kube-state-metrics dependency is chart 5.x, KSM v2.x): `customResourceState.enabled/config` become the ConfigMap and
+the flag, `rbac.extraRules` the ClusterRole rules. Pure: no Pulumi resources here.
+
+Series (the default prefix `kube_customresource_` + the metric's name; every series also carries KSM's
+`customresource_group/version/kind` and the resource-level labels `name`, `namespace`, `workflow_template`):
+
+- `kube_customresource_argo_workflow_status_phase{phase}` (StateSet: one series per phase in WORKFLOW_PHASES, 1 for
+  the current one; none while the controller has not set a phase yet)
+- `kube_customresource_argo_workflow_finished_time` (seconds since the epoch of `status.finishedAt`; absent while
+  the run goes on)
+- `kube_customresource_argo_workflow_node_started_time{node_id, template_name, node_type, node_phase}` (one per
+  node of `status.nodes`: its `startedAt`, which Argo sets when it creates the node's pod, before the pod is scheduled)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+ARGO_GROUP, ARGO_VERSION, WORKFLOW_KIND = "argoproj.io", "v1alpha1", "Workflow"
+METRIC_PREFIX = "kube_customresource"
+# Argo's WorkflowPhase values (pkg/apis/workflow/v1alpha1/workflow_types.go); "" (not yet seen) gives no series.
+WORKFLOW_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Error")
+PHASE, FINISHED, NODE_STARTED = (
+    "argo_workflow_status_phase",
+    "argo_workflow_finished_time",
+    "argo_workflow_node_started_time",
+)
+# Labels on every series of a Workflow. `workflow_template`: spec.workflowTemplateRef.name, which every run of the
+# pipeline carries, scheduled (the CronWorkflow's workflowSpec) or resubmitted (`argo submit --from workflowtemplate/`).
+RESOURCE_LABELS: Mapping[str, list[str]] = {
+    "name": ["metadata", "name"],
+    "namespace": ["metadata", "namespace"],
+    "workflow_template": ["spec", "workflowTemplateRef", "name"],
+}
+NODE_LABELS: Mapping[str, list[str]] = {
+    "template_name": ["templateName"],
+    "node_type": ["type"],
+    "node_phase": ["phase"],
+}
+# KSM's own labels on every custom resource series (pkg/customresourcestate/registry_factory.go compile()).
+GVK_LABELS = ("customresource_group", "customresource_version", "customresource_kind")
+RBAC_RULES: tuple[Mapping[str, Any], ...] = (
+    # KSM resolves the configured kinds through the CRDs (docs: "RBAC-enabled Clusters").
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["list", "watch"],
+    },
+    {"apiGroups": [ARGO_GROUP], "resources": ["workflows"], "verbs": ["list", "watch"]},
+)
+
+
+def custom_resource_state_config() -> dict[str, Any]:
+    """The CustomResourceStateMetrics document (the chart puts it in a ConfigMap and passes the file flag)."""
+    return {
+        "kind": "CustomResourceStateMetrics",
+        "spec": {
+            "resources": [
+                {
+                    "groupVersionKind": {"group": ARGO_GROUP, "version": ARGO_VERSION, "kind": WORKFLOW_KIND},
+                    "labelsFromPath": {k: list(v) for k, v in RESOURCE_LABELS.items()},
+                    "metrics": [
+                        {
+                            "name": PHASE,
+                            "help": "Phase of the Argo Workflow (1 for the current one).",
+                            "each": {
+                                "type": "StateSet",
+                                "stateSet": {
+                                    "labelName": "phase",
+                                    "path": ["status", "phase"],
+                                    "list": list(WORKFLOW_PHASES),
+                                },
+                            },
+                        },
+                        {
+                            "name": FINISHED,
+                            "help": "When the Argo Workflow finished (seconds since the epoch); absent while it runs.",
+                            # A path to a single RFC 3339 string: KSM parses it to seconds.
+                            "each": {"type": "Gauge", "gauge": {"path": ["status", "finishedAt"]}},
+                        },
+                        {
+                            "name": NODE_STARTED,
+                            "help": "When each node (step, retry, pod) of the Argo Workflow started (seconds since the epoch).",
+                            "each": {
+                                "type": "Gauge",
+                                "gauge": {
+                                    # A map: one series per entry, keyed by the node's id.
+                                    "path": ["status", "nodes"],
+                                    "labelFromKey": "node_id",
+                                    "labelsFromPath": {k: list(v) for k, v in NODE_LABELS.items()},
+                                    "valueFrom": ["startedAt"],
+                                },
+                            },
+                        },
+                    ],
+                }
+            ]
+        },
+    }
+
+
+def metric_labels() -> dict[str, set[str]]:
+    """Full metric name -> the label names kube-state-metrics gives its series (for checks of the rules)."""
+    common = set(GVK_LABELS) | set(RESOURCE_LABELS)
+    return {
+        f"{METRIC_PREFIX}_{PHASE}": common | {"phase"},
+        f"{METRIC_PREFIX}_{FINISHED}": common,
+        f"{METRIC_PREFIX}_{NODE_STARTED}": common | {"node_id"} | set(NODE_LABELS),
+    }
+
+
+def kube_state_metrics_values() -> dict[str, Any]:
+    """The prometheus chart's `kube-state-metrics` subchart values that add the Workflow series."""
+    return {
+        # The chart's default, stated: every kube_* series of the rules comes from it.
+        "enabled": True,
+        "customResourceState": {"enabled": True, "config": custom_resource_state_config()},
+        "rbac": {"extraRules": [dict(r) for r in RBAC_RULES]},
+    }
