@@ -184,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"coverage: {len(gaps)} resource type(s) with no rule and no reason in {UNCHECKED_FILE.name}: {gaps}"
         )
-    print(f"checkov: {len(report.checkov_findings)} failed check(s)")
+    # The note, not a count: "0 failed" would read as a clean scan when Checkov was skipped or could not run.
+    print(f"checkov: {report.checkov_note}")
     print(
         f"reports: {args.out / 'compliance.md'}, compliance.html, policy.sarif, policy-junit.xml, policy/<stack>.json"
     )

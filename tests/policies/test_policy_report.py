@@ -77,6 +77,18 @@ def built(tmp_path_factory: pytest.TempPathFactory, pack_python: Path) -> tuple[
     return rep, out
 
 
+def test_the_summary_line_never_calls_a_skipped_checkov_clean(
+    built: tuple[report.Report, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--no-checkov` (or a Checkov that could not run) printed "checkov: 0 failed check(s)": a clean scan that
+    never happened, in the line a reviewer reads."""
+    rep, out = built
+    monkeypatch.setattr(report, "build", lambda *a, **k: rep)
+    report.main(["--plans", str(out), "--out", str(out), "--no-checkov"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("checkov:"))
+    assert line == "checkov: Checkov was skipped (--no-checkov)."
+
+
 @pytest.mark.integration
 def test_reports_exist_and_name_every_framework(built: tuple[report.Report, Path]) -> None:
     rep, out = built
