@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -50,7 +51,8 @@ def _run(args: argparse.Namespace) -> int:
         for item in runner.plan(params):
             cond = f"  [when {item['when']} is true]" if item["when"] else ""
             deps = f"  after {', '.join(item['depends'])}" if item["depends"] else ""
-            print(f"{item['step']}:{deps}{cond}\n    {' '.join(item['command'])}")
+            # shlex.join: an empty value (no --serving-image given) shows as '' and the line stays copyable
+            print(f"{item['step']}:{deps}{cond}\n    {shlex.join(item['command'])}")
             if item["condition"]:
                 print(f"    decides: {item['condition']}")
         return 0

@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import shlex
 import subprocess
 import sys
 import uuid
@@ -130,7 +131,7 @@ def run(
             entry.update(status="skipped", why=f"condition of {step.when} is false")
         else:
             cmd = list(commands.get(step.name) or argv(step, params, str(_flag_file(work, step.name))))
-            echo(f"RUN  {step.name}: {' '.join(cmd)}")
+            echo(f"RUN  {step.name}: {shlex.join(cmd)}")  # copyable: empty values show as ''
             t0 = dt.datetime.now(dt.UTC)
             # Ctrl-C, or SIGTERM through the CLI: the step is stopped and the record still says where.
             try:

@@ -11,7 +11,7 @@ PROMOTION_ENVIRONMENT, and PROMOTION_LOADTEST_OUT (where the smoke check writes 
 the live endpoint, if asked to), e.g.
 
     --deploy-command 'pulumi up --yes --stack $PROMOTION_STACK --config-file ...'   (via a script)
-    --smoke-command  'python -m serving smoke --url https://dev.example.eu'
+    --smoke-command  .github/scripts/smoke.sh   (`python -m serving check` + `loadtest` on a port-forward)
 """
 
 from __future__ import annotations

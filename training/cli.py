@@ -1,4 +1,4 @@
-"""Command line: ``python -m training {train,evaluate,export,launch,env}``.
+"""Command line: ``python -m training {train,evaluate,export,launch,tune,env}``.
 
 Only argparse is imported at start: --help must not pay for torch, transformers or cloud SDKs.
 """
