@@ -6,7 +6,6 @@ Only argparse is imported at start: --help must not pay for torch, transformers 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -116,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError as exc:
-            logging.getLogger("training").debug("%s unavailable: %s", module, exc)
+            _unavailable(sub, module.rsplit(".", 1)[1], exc)
             continue
         register = getattr(mod, "register", None)
         if register is not None:
@@ -124,8 +123,25 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _unavailable(sub: argparse._SubParsersAction, name: str, exc: ImportError) -> None:
+    """A subcommand whose module cannot be imported here (an image without its extras) still exists: asked for,
+    it says what is missing (exit 2), where argparse would only say "invalid choice"."""
+    p = sub.add_parser(name, help=f"(unavailable here: {exc})", add_help=False)
+
+    def refuse(args: argparse.Namespace) -> int:
+        raise TrainingError(
+            f"`python -m training {name}` is unavailable in this environment: {exc}. Install the project's "
+            "dependencies (`make setup`, or `pip install -r requirements/lock.txt`) or run it where they are"
+        )
+
+    p.set_defaults(func=refuse, unavailable=True)  # its flags are unknown here: main() does not judge them
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args, extra = ap.parse_known_args(argv)
+    if extra and not getattr(args, "unavailable", False):
+        ap.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command != "env":  # the listing is how a user finds the fix
             from training.environment import validate

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,16 @@ def test_a_bad_value_fails_the_command_at_start_with_exit_2(tmp_path: Path) -> N
     assert (
         listing.returncode == 0 and "TRAINING_STORAGE_RETRY_S" in listing.stdout
     )  # how the user finds the fix
+
+
+@pytest.mark.parametrize("module", ["training.export", "training.launch", "training.tune"])
+def test_a_subcommand_whose_module_cannot_load_says_what_is_missing(
+    module: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In an environment without a subcommand's dependencies, `python -m training tune ...` said only
+    "invalid choice: 'tune'": the import error was logged at debug level and the subcommand dropped."""
+    monkeypatch.setitem(sys.modules, module, None)  # the import fails as a missing dependency would
+    name = module.rsplit(".", 1)[1]
+    assert main([name, "--preset", "smoke", "--output", "x"]) == 2
+    err = capsys.readouterr().err
+    assert f"`python -m training {name}` is unavailable in this environment" in err and module in err
