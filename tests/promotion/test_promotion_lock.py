@@ -47,7 +47,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     try:
         yield env
     finally:
-        kill_group(proc, grace_s=10)
+        kill_group(proc, grace_s=2)  # Azurite ignores SIGTERM: the 10 s default would only wait for SIGKILL
 
 
 @pytest.fixture
