@@ -96,7 +96,7 @@ def describe(ids: Sequence[int], facts: TokenizerFacts) -> dict[str, Any]:
 
 def make_record(
     *, ids: Sequence[int], facts: TokenizerFacts, labels: Sequence[str], probabilities: Sequence[float],
-    model: str, model_version: str, latency_ms: float | None, ts: float,
+    model: str | None, model_version: str | None, latency_ms: float | None, ts: float,
 ) -> dict[str, Any]:  # fmt: skip
     best = int(np.argmax(probabilities))
     when = dt.datetime.fromtimestamp(ts, dt.UTC)

@@ -39,6 +39,10 @@ def _bundle(bundle_dir: Path) -> dict[str, Any]:
     return json.loads(meta_path.read_text())
 
 
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def records_for_texts(
     texts: Sequence[str], bundle_dir: str | Path, *, precision: str = "fp32", ts: float | None = None
 ) -> list[dict[str, Any]]:
@@ -87,8 +91,9 @@ def records_for_texts(
             facts=facts,
             labels=labels,
             probabilities=probs,
-            model=str(meta.get("model_name")),
-            model_version=str(meta.get("model_version")),
+            # A bundle exported without --model-version has none: null, not the string "None".
+            model=_text(meta.get("model_name")),
+            model_version=_text(meta.get("model_version")),
             latency_ms=None,
             ts=now,
         )  # fmt: skip

@@ -145,3 +145,16 @@ def test_a_bucket_prefix_as_out_gets_the_report_and_nothing_is_written_locally(
         missing.returncode == 2
         and "could not write the report to s3://no-such-bucket/drift/" in missing.stderr
     )
+
+
+def test_a_bundle_without_a_version_gives_null_not_the_string_none(tiny_bundle: Path, tmp_path: Path) -> None:
+    """`export` without --model-version writes "model_version": null; the reference records said "None"."""
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle, bundle)
+    meta = json.loads((bundle / "metadata.json").read_text())
+    meta["model_version"] = None
+    (bundle / "metadata.json").write_text(json.dumps(meta))
+    (record,) = reference.records_for_texts(["a fine film"], bundle)
+    assert record["model_version"] is None and record["model"] == meta["model_name"]
