@@ -9,6 +9,8 @@ which enforces `If-None-Match: *` like S3) and on Azure Blob (Azurite); a holder
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import json
 import os
 import signal
@@ -28,7 +30,7 @@ from promotion.evidence import load_evidence, read_bytes
 from promotion.lock import LockHeld, lock_uri
 from promotion.registry import Registry
 from promotion.store import ModelStore
-from tests.emulators import start_azurite
+from tests.emulators import start_azurite, start_gcs
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = load_config()
@@ -255,3 +257,67 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
     assert not (store / "sentiment" / "environments" / "dev.lock").exists()
     nothing = _cli("unlock", "--env", "dev", "--lock-id", lock["lock_id"], store=store)
     assert nothing.returncode == 0 and "no lock" in nothing.stdout
+
+
+class _RecordingProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards to the GCS emulator and records each request line (method, path with its query)."""
+
+    upstream = ""
+    seen: list[str] = []
+
+    def _forward(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).seen.append(f"{self.command} {self.path}")
+        conn = http.client.HTTPConnection(self.upstream, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+        conn.request(self.command, self.path, body=body or None, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def test_on_gcs_the_lock_is_created_with_the_generation_precondition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GCS emulator here ignores `ifGenerationMatch` (a second create succeeds there), so what can be shown is
+    the protocol: the lock's upload asks GCS to create only if no live object exists (`ifGenerationMatch=0`, GCS's
+    documented request precondition), which real GCS answers with 412 when another run holds it."""
+    import fsspec
+    import fsspec.config
+    from gcsfs.core import GCSFileSystem
+
+    from promotion import lock
+
+    proc, env = start_gcs()
+    previous = fsspec.get_filesystem_class("gs")
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingProxy)
+    _RecordingProxy.upstream = env["STORAGE_EMULATOR_HOST"].removeprefix("http://")
+    _RecordingProxy.seen = []
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+        fsspec.register_implementation("gs", GCSFileSystem, clobber=True)
+        monkeypatch.setitem(fsspec.config.conf, "gs", {"token": "anon"})
+        fsspec.filesystem("gs").mkdir("locks")
+        with lock.held("gs://locks/store", "m", "dev", operation="promote", requested_by=None):
+            assert read_bytes(lock_uri("gs://locks/store", "m", "dev"))
+        assert read_bytes(lock_uri("gs://locks/store", "m", "dev")) is None
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        fsspec.register_implementation("gs", previous, clobber=True)
+        GCSFileSystem.clear_instance_cache()
+        kill_group(proc, grace_s=5)
+    uploads = [r for r in _RecordingProxy.seen if "/upload/" in r and "dev.lock" in r]
+    assert uploads and all("ifGenerationMatch=0" in r for r in uploads), _RecordingProxy.seen
