@@ -38,19 +38,8 @@ def read_bytes(uri: str) -> bytes | None:
         return None
 
 
-def write_bytes(uri: str, data: bytes) -> None:
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(uri)
-    parent = path.rsplit("/", 1)[0]
-    if parent and parent != path:
-        fs.makedirs(parent, exist_ok=True)
-    with fs.open(path, "wb") as f:
-        f.write(data)
-
-
-def create_exclusive(uri: str, data: bytes) -> None:
-    """Write `uri` only if it does not exist; FileExistsError if it does. fsspec's "xb" mode is each store's own
+def write_bytes(uri: str, data: bytes, *, exclusive: bool = False) -> None:
+    """exclusive: write only if `uri` does not exist, else FileExistsError. fsspec's "xb" mode is each store's own
     create-only write: O_EXCL locally, S3's `If-None-Match: *`, GCS's `ifGenerationMatch=0`, Azure's
     `If-None-Match: *` (upload_blob(overwrite=False)); the store decides, so two writers cannot both win."""
     import fsspec
@@ -59,7 +48,7 @@ def create_exclusive(uri: str, data: bytes) -> None:
     parent = path.rsplit("/", 1)[0]
     if parent and parent != path:
         fs.makedirs(parent, exist_ok=True)
-    with fs.open(path, "xb") as f:
+    with fs.open(path, "xb" if exclusive else "wb") as f:
         f.write(data)
 
 

@@ -5,9 +5,9 @@ deploys and appends: two runs of the same environment at once (CI's deploy group
 pipeline, or a person at a terminal) would judge against the same champion, both deploy, and one event would be
 lost. GitHub's concurrency group serialises only the workflows of one repository.
 
-The lock is an object beside the history, created with the store's own create-only write (evidence.
-create_exclusive): exactly one writer wins on a local disk, S3, GCS and Azure Blob alike. It is removed when the
-operation ends, however it ends in Python (a gate's no, an error, Ctrl-C). A holder killed outright (SIGKILL, a
+The lock is an object beside the history, created with the store's own create-only write
+(evidence.write_bytes(exclusive=True)): exactly one writer wins on a local disk, S3, GCS and Azure Blob alike. It
+is removed when the operation ends, however it ends in Python (a gate's no, an error, Ctrl-C). A holder killed outright (SIGKILL, a
 lost node) leaves it: the next run is refused, naming the holder, and `python -m promotion unlock` removes it once
 someone has checked what the interrupted run changed, as Terraform's `force-unlock` does for its state.
 """
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from promotion.errors import PromotionError
-from promotion.evidence import create_exclusive, join, read_bytes, remove
+from promotion.evidence import join, read_bytes, remove, write_bytes
 
 
 class LockHeld(PromotionError):
@@ -79,7 +79,7 @@ def held(
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     try:
-        create_exclusive(uri, (json.dumps(holder, indent=2) + "\n").encode())
+        write_bytes(uri, (json.dumps(holder, indent=2) + "\n").encode(), exclusive=True)
     except FileExistsError:
         other = _holder(read_bytes(uri))
         who = ", ".join(

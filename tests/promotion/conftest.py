@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from promotion_fixtures import build_record, loadtest, make_candidate, policy_report, write_json
 
+from promotion.registry import Registry
+
 
 @pytest.fixture
 def evidence_files(tmp_path: Path) -> dict[str, Path]:
@@ -17,3 +19,12 @@ def evidence_files(tmp_path: Path) -> dict[str, Path]:
         "policy_report": write_json(tmp_path / "policy" / "dev.json", policy_report("dev")),
         "build_record": write_json(tmp_path / "build-record.json", build_record()),
     }
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
+    # One sqlite database per test module (creating one runs MLflow's migrations, ~5 s);
+    # each test uses its own registered model name.
+    for package in ("sqlalchemy", "alembic", "sqlparse"):
+        pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
+    return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")

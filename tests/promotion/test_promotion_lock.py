@@ -37,13 +37,6 @@ CFG = load_config()
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
-    for package in ("sqlalchemy", "alembic", "sqlparse"):
-        pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
-    return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")
-
-
-@pytest.fixture(scope="module")
 def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     proc, env = start_azurite(tmp_path_factory.mktemp("azurite"))
     try:

@@ -22,15 +22,6 @@ CFG = load_config()
 OK = RecordingDeployer()
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
-    # One sqlite database for the module (creating one runs MLflow's migrations, ~5 s);
-    # each test uses its own registered model name.
-    for package in ("sqlalchemy", "alembic", "sqlparse"):
-        pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
-    return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")
-
-
 def _evidence(files: dict[str, Path], candidate: Path | None = None, **extra):
     return load_evidence(
         str(candidate or files["candidate"]),

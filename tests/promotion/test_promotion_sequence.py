@@ -24,13 +24,6 @@ from promotion.store import ModelStore
 CFG = load_config()
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
-    for package in ("sqlalchemy", "alembic", "sqlparse"):
-        pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
-    return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")
-
-
 def _evidence(files: dict[str, Path], env: str, *, lt: Path | None = None, approval: Path | None = None):
     report = write_json(files["policy_report"].parent / f"{env}.json", policy_report(env))
     return load_evidence(
