@@ -30,6 +30,10 @@ class PortInUseError(ServerError):
         )
 
 
+class PortsTakenError(ServerError):
+    """tritonserver found a port taken when it bound it (after the check before its start passed)."""
+
+
 class InferenceError(ServingError):
     """The server answered a request with an error (bad input, or the model failed)."""
 

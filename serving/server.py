@@ -29,9 +29,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from serving.errors import PortInUseError, ServerError
+from serving.errors import PortInUseError, PortsTakenError, ServerError
 
 READY_TIMEOUT_S = 120.0
+ROLES = ("http", "grpc", "metrics")
+START_ATTEMPTS = 3
+"""Tries with fresh ports when a port this class picked was taken between the pick and Triton's bind."""
 WATCHDOG = Path(__file__).with_name("watchdog.py")
 """Stops the server when the process that started it dies without stopping it (SIGKILL, OOM kill)."""
 # Triton logs each failed model as one line; its message (escaped newlines, then a Python traceback)
@@ -144,6 +147,9 @@ class TritonServer:
         self.repo = Path(repo).resolve()
         self.host = host
         # Port 0 = pick a free one (tests, `check --repo`): several servers may run side by side.
+        self._picked = {
+            role for role, p in zip(ROLES, (http_port, grpc_port, metrics_port), strict=True) if not p
+        }
         self.http_port, self.grpc_port, self.metrics_port = (
             p or free_port(host) for p in (http_port, grpc_port, metrics_port)
         )
@@ -216,12 +222,21 @@ class TritonServer:
             raise ServerError(
                 f"model repository {self.repo} does not exist: run `python -m serving build` first"
             )
-        for port, role in (
-            (self.http_port, "http"),
-            (self.grpc_port, "grpc"),
-            (self.metrics_port, "metrics"),
-        ):
-            _check_port(self.host, port, role)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except PortsTakenError:
+                # A free port is only free until someone binds it: another server's pick, an outgoing
+                # connection's ephemeral port. Ports the caller chose are theirs to fix (the error says so).
+                if not self._picked or attempt == START_ATTEMPTS:
+                    raise
+                for role in self._picked:
+                    setattr(self, f"{role}_port", free_port(self.host))
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> TritonServer:
+        for role in ROLES:
+            _check_port(self.host, getattr(self, f"{role}_port"), role)
         self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
         _STARTED.add(self)
         try:
@@ -279,11 +294,15 @@ class TritonServer:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def is_ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=2) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        """Models ready and /metrics answering: Triton reports ready before it binds its metrics port."""
+        for url in (f"http://{self.http_url}/v2/health/ready", self.metrics_url):
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status != 200:
+                        return False
+            except (urllib.error.URLError, OSError):
+                return False
+        return True
 
     def _wait_ready(self) -> None:
         assert self.process is not None
@@ -291,8 +310,11 @@ class TritonServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 tail = self.log_tail()
-                if "Address already in use" in tail:
-                    raise ServerError(f"tritonserver could not bind its ports (taken meanwhile?):\n{tail}")
+                # HTTP/gRPC say "Address already in use", the metrics service "Socket '...' already in use".
+                if "already in use" in tail:
+                    raise PortsTakenError(
+                        f"tritonserver could not bind its ports (taken meanwhile?):\n{tail}"
+                    )
                 raise self._failure(f"tritonserver exited with code {self.process.returncode}")
             if self.is_ready():
                 return

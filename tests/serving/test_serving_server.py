@@ -6,13 +6,14 @@ import json
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from serving.check import reference, run_check
 from serving.client import SentimentClient
-from serving.errors import PortInUseError
+from serving.errors import PortInUseError, ServerError
 from serving.loadtest import run as loadtest
 from serving.server import TritonServer
 
@@ -81,6 +82,44 @@ def test_a_busy_port_is_a_clear_error(served_repo: Path) -> None:
         cli = [sys.executable, "-m", "serving", "serve", str(served_repo), "--grpc-port", str(port)]
         done = subprocess.run(cli, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and "--grpc-port" in done.stderr
+
+
+def _taken_after_the_check(monkeypatch: pytest.MonkeyPatch, server: TritonServer) -> socket.socket:
+    """A listener on the server's metrics port that appears after start()'s own port check passed."""
+    import serving.server
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", server.metrics_port))
+    taken.listen()
+    calls = iter(range(1_000))
+    real = serving.server._check_port
+    # The first attempt's three checks pass; later ones check for real.
+    monkeypatch.setattr(serving.server, "_check_port", lambda *a: None if next(calls) < 3 else real(*a))
+    return taken
+
+
+def test_metrics_port_taken_after_the_check_is_not_reported_ready(
+    served_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Triton answers /v2/health/ready ~40 ms before it binds /metrics, then exits 1 if the bind fails.
+    from serving.server import free_port
+
+    # Ports the caller chose are not re-picked: the error is theirs to act on.
+    server = TritonServer(served_repo, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
+    with _taken_after_the_check(monkeypatch, server), pytest.raises(ServerError, match="could not bind"):
+        server.start()
+    assert server.process is None
+
+
+def test_a_picked_port_taken_meanwhile_is_picked_again(
+    served_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = TritonServer(served_repo, http_port=0, grpc_port=0, metrics_port=0)
+    first = server.metrics_port
+    with _taken_after_the_check(monkeypatch, server), server:
+        assert server.metrics_port != first
+        with urllib.request.urlopen(server.metrics_url, timeout=5) as resp:
+            assert b"nv_inference_count" in resp.read()
 
 
 def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Path) -> None:
