@@ -17,7 +17,7 @@ define check_python
 @v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
   [ "$$v" = "$(PYTHON_MINOR)" ] || { echo "make: PYTHON=$(PYTHON) is Python $${v:-(not found)}; the locks are resolved for Python $(PYTHON_MINOR): install it and run make PYTHON=python$(PYTHON_MINOR) ..." >&2; exit 2; }
 endef
-PACKAGES := infra policies training serving monitoring promotion pipeline demo containers benchmarks
+PACKAGES := infra policies training serving monitoring promotion pipeline demo containers benchmarks localservers
 
 .PHONY: help setup envs test test-unit lint plan policy bench bench-images images demo demo-fast lock clean
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from containers.errors import ContainerError
+from localservers import free_port, http_ok, start_on_free_port, stop_group
 
 REGISTRY_CONFIG = """version: 0.1
 log:
@@ -44,25 +43,6 @@ def unmet_docker() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install -y docker.io docker-registry)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """SIGTERM the process group this module started, SIGKILL what is left after `timeout`."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 def _wait(what: str, ready: object, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
@@ -127,7 +107,7 @@ def docker_daemon(workdir: Path, *, timeout: float = 60, driver: str | None = No
         _wait("dockerd", ready, proc, log, timeout)
         yield host
     finally:
-        _stop(proc)
+        stop_group(proc, grace_s=60)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -135,29 +115,21 @@ def docker_daemon(workdir: Path, *, timeout: float = 60, driver: str | None = No
 def oci_registry(workdir: Path, *, timeout: float = 30) -> Iterator[str]:
     """Start distribution's registry on a free 127.0.0.1 port; yield `127.0.0.1:PORT`."""
     workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     config = workdir / "registry.yml"
-    config.write_text(REGISTRY_CONFIG.format(root=workdir / "storage", port=port))
-    log = workdir / "registry.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["docker-registry", "serve", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+
+    def command(port: int) -> list[str]:
+        config.write_text(REGISTRY_CONFIG.format(root=workdir / "storage", port=port))
+        return ["docker-registry", "serve", str(config)]
+
+    proc, port = start_on_free_port(
+        command,
+        workdir / "registry.log",
+        "docker-registry",
+        http_ok("/v2/"),
+        timeout_s=timeout,
+        error=ContainerError,
+    )
     try:
-
-        def ready() -> bool:
-            import urllib.request
-
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as response:
-                    return bool(response.status == 200)
-            except OSError:
-                return False
-
-        _wait("docker-registry", ready, proc, log, timeout)
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop_group(proc, grace_s=60)

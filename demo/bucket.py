@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
-from demo.stages import kill_group
-from serving.server import free_port
+from localservers import http_ok, start_on_free_port, stop_group
 
 REGION = "eu-south-2"
 
@@ -41,41 +38,17 @@ class MotoS3:
             "AWS_DEFAULT_REGION": REGION,
         }
 
-    def start(self, timeout_s: float = 60.0, tries: int = 3) -> MotoS3:
+    def start(self, timeout_s: float = 60.0) -> MotoS3:
         """Start moto on a free port; a port taken between the pick and the bind (moto exits) gets a new pick."""
-        for attempt in range(1, tries + 1):
-            self.port = free_port()
-            if self._start_on_port(timeout_s):
-                return self
-            if attempt == tries:
-                raise RuntimeError(
-                    f"moto server exited {self.proc.returncode if self.proc else '?'}: see {self.log}"
-                )
-        raise AssertionError("unreachable")
-
-    def _start_on_port(self, timeout_s: float) -> bool:
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                # A stranger on the port answers 404 here (HTTPError, an OSError), and our moto exits on the bind.
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2):
-                    if self.proc.poll() is None:
-                        return True
-            except OSError:
-                time.sleep(0.3)
-        kill_group(self.proc)
-        raise RuntimeError(f"moto server not answering on {self.endpoint} after {timeout_s:.0f} s")
+        self.proc, self.port = start_on_free_port(
+            lambda port: [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            self.log, "moto server", http_ok("/moto-api/"), timeout_s=timeout_s, grace_s=10,
+        )  # fmt: skip
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            kill_group(self.proc)
+        if self.proc is not None:
+            stop_group(self.proc, grace_s=10)
         self.proc = None
 
     def client(self):  # noqa: ANN201 - boto3 types are not installed

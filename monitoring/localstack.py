@@ -14,15 +14,12 @@ The metrics.prom files of `metrics_dirs` are served concatenated: they must not 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -30,15 +27,10 @@ from typing import Any
 
 import yaml
 
+from localservers import free_port, http_ok, start_on_free_port, stop_group
 from monitoring.alerting import alertmanager_config
 
 RULES = Path(__file__).resolve().parent / "rules"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Server(ThreadingHTTPServer):
@@ -140,43 +132,25 @@ class LocalAlerting:
                 cfg["api_url"] = f"{hook}/opsgenie/"
         return config
 
-    def _start(self, args: list[str], log: str) -> subprocess.Popen:
-        out = (self.workdir / log).open("ab")
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    def _start(self, command: Callable[[int], list[str]], log: str, name: str) -> int:
+        proc, port = start_on_free_port(command, self.workdir / log, name, http_ok("/-/ready"))
         self.procs.append(proc)
-        return proc
-
-    @staticmethod
-    def _wait_ready(url: str, proc: subprocess.Popen, name: str, log: Path, timeout_s: float = 60) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"{name} not ready at {url} after {timeout_s:.0f} s: see {log}")
+        return port
 
     def start(self) -> LocalAlerting:
         self.workdir.mkdir(parents=True, exist_ok=True)
         exporter, receiver = self._exporter(), self._receiver()
         self._servers += [exporter, receiver]
         hook = f"http://127.0.0.1:{receiver.server_address[1]}"
-        am_port, prom_port = free_port(), free_port()
         am_config = self.workdir / "alertmanager.yml"
         am_config.write_text(yaml.safe_dump(self._alertmanager_yaml(hook), sort_keys=False))
-        am = self._start(
-            [binary("prometheus-alertmanager"), f"--config.file={am_config}",
-             f"--storage.path={self.workdir / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
-             "--cluster.listen-address="],
-            "alertmanager.log",
+        am, prom = binary("prometheus-alertmanager"), binary("prometheus")
+        am_port = self._start(
+            lambda port: [am, f"--config.file={am_config}", f"--storage.path={self.workdir / 'am-data'}",
+                          f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+            "alertmanager.log", "alertmanager",
         )  # fmt: skip
         self.alertmanager_url = f"http://127.0.0.1:{am_port}"
-        self._wait_ready(
-            f"{self.alertmanager_url}/-/ready", am, "alertmanager", self.workdir / "alertmanager.log"
-        )
         prom_config = self.workdir / "prometheus.yml"
         rules = self._rules()
         prom_config.write_text(yaml.safe_dump({
@@ -187,15 +161,13 @@ class LocalAlerting:
                                 "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}",
                                                                 *self.scrape_targets]}]}],
         }))  # fmt: skip
-        prom = self._start(
-            [binary("prometheus"), f"--config.file={prom_config}", f"--storage.tsdb.path={self.workdir / 'prom-data'}",
-             f"--web.listen-address=127.0.0.1:{prom_port}"],
-            "prometheus.log",
+        # /-/ready answers once the first configuration, rule files included, is loaded.
+        prom_port = self._start(
+            lambda port: [prom, f"--config.file={prom_config}", f"--storage.tsdb.path={self.workdir / 'prom-data'}",
+                          f"--web.listen-address=127.0.0.1:{port}"],
+            "prometheus.log", "prometheus",
         )  # fmt: skip
         self.prometheus_url = f"http://127.0.0.1:{prom_port}"
-        self._wait_ready(
-            f"{self.prometheus_url}/-/ready", prom, "prometheus", self.workdir / "prometheus.log"
-        )
         self._check_rules_loaded(len(rules))
         return self
 
@@ -230,13 +202,7 @@ class LocalAlerting:
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop_group(proc)
         self.procs.clear()
         for server in self._servers:
             server.shutdown()

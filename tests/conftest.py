@@ -8,17 +8,59 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 import warnings
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+import localservers
+from localservers import free_port
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now (tests run servers side by side)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port", "pick_first"]
+
+
+def pick_first(monkeypatch: pytest.MonkeyPatch, *ports: int) -> None:
+    """localservers.free_port hands out `ports` first (taken since the pick, as by another process; 0: a free one
+    there), then free ones."""
+    picks, real = iter(ports), localservers.free_port
+    monkeypatch.setattr(localservers, "free_port", lambda: next(picks, None) or real())
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A port that accepts connections and never answers, handed out by the first free_port pick."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = int(sock.getsockname()[1])
+        pick_first(monkeypatch, port)
+        yield port
+
+
+class _Stranger(BaseHTTPRequestHandler):
+    """Answers 200 to everything (readiness paths included), as another test's server on that port would."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def stranger() -> Iterator[int]:
+    """The port of an HTTP server that answers 200 to everything: a stranger a starter must not take for its own."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stranger)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _main_thread_loop() -> asyncio.AbstractEventLoop | None:
@@ -48,12 +90,12 @@ def s3_server() -> Iterator[str]:
     Yields the endpoint URL. Clients get it through AWS_ENDPOINT_URL_S3 (boto3,
     s3fs) and dummy credentials, exactly as they would talk to a real bucket.
     """
-    moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed: run `make setup`")
-    port = free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    pytest.importorskip("moto.server", reason="moto[server] is not installed: run `make setup`")
+    from tests.emulators import start_moto  # moto is imported only when a test needs S3
+
+    server, env = start_moto()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield env["AWS_ENDPOINT_URL_S3"]
     finally:
         server.stop()
 

@@ -6,30 +6,24 @@ up front could be taken by then, and moto exited on the bind ("moto server exite
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
 import demo.bucket as bucket
-from serving.server import free_port
+import localservers
+from localservers import free_port
 
 
-def test_a_port_taken_after_the_pick_gets_a_new_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen()  # a stranger that never answers
-    picks = iter([taken.getsockname()[1]])
-    monkeypatch.setattr(bucket, "free_port", lambda: next(picks, None) or free_port())
+def test_a_port_taken_after_the_pick_gets_a_new_one(tmp_path: Path, taken: int) -> None:
     s3 = bucket.MotoS3(tmp_path / "moto.log")
     try:
         s3.start(timeout_s=30)
-        assert s3.port != taken.getsockname()[1]
+        assert s3.port != taken
         s3.create_bucket("probe")
         assert s3.list("probe") == []
     finally:
         s3.stop()
-        taken.close()
 
 
 def test_the_port_is_picked_when_moto_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,7 +33,7 @@ def test_the_port_is_picked_when_moto_starts(tmp_path: Path, monkeypatch: pytest
         picked.append(free_port())
         return picked[-1]
 
-    monkeypatch.setattr(bucket, "free_port", pick)
+    monkeypatch.setattr(localservers, "free_port", pick)
     s3 = bucket.MotoS3(tmp_path / "moto.log")
     assert picked == []
     try:

@@ -25,6 +25,7 @@ import pytest
 from infra_fixtures import Plan
 
 # One real tritonserver for this module, built exactly as the serving tests build theirs.
+from localservers import http_ok, start_on_free_port, stop_group
 from tests.serving.conftest import served_repo, server, tiny_bundle  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -67,8 +68,6 @@ def _seconds(duration: str) -> float:
 def prometheus(server, dev_plan: Plan, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     if not Path(PROMETHEUS).exists():
         pytest.skip("the prometheus binary is missing: apt-get install prometheus (.ci/run installs it)")
-    from serving.server import free_port
-
     folder = tmp_path_factory.mktemp("prometheus")
     interval = rendered(dev_plan)["scrape_interval"]
     metrics = urllib.parse.urlsplit(server.metrics_url)
@@ -85,41 +84,23 @@ def prometheus(server, dev_plan: Plan, tmp_path_factory: pytest.TempPathFactory)
         ],
     }
     (folder / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
-    port = free_port()
-    log = (folder / "prometheus.log").open("wb")
-    proc = subprocess.Popen(
-        [
+    proc, port = start_on_free_port(
+        lambda port: [
             PROMETHEUS,
             f"--config.file={folder / 'prometheus.yml'}",
             f"--storage.tsdb.path={folder / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
             "--storage.tsdb.retention.time=1h",
         ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        folder / "prometheus.log",
+        "prometheus",
+        http_ok("/-/ready"),
+        timeout_s=30,
     )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not start:\n{(folder / 'prometheus.log').read_text()[-2000:]}")
-            time.sleep(0.3)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        stop_group(proc)
 
 
 def instant(url: str, query: str) -> float | None:

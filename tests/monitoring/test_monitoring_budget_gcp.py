@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
-import signal
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,8 +20,9 @@ from typing import Any
 import pytest
 
 from demo.stages import kill_group
+from localservers import http_ok, start_on_free_port
 from monitoring.cli import main
-from monitoring.localstack import LocalAlerting, free_port
+from monitoring.localstack import LocalAlerting
 from tests.monitoring.conftest import prom_lines
 
 EMULATOR = "/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator"
@@ -41,21 +39,6 @@ def _http(method: str, url: str, body: dict[str, Any] | None = None, timeout: fl
         return answer
 
 
-def _start(cmd: list[str], log: Path, ready_url: str, what: str) -> subprocess.Popen[bytes]:
-    out = log.open("wb")
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(ready_url, timeout=2).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGTERM)
-                raise RuntimeError(f"{what} did not start: {log.read_text()[-2000:]}") from None
-            time.sleep(0.3)
-
-
 @pytest.fixture(scope="module")
 def pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Google's Pub/Sub emulator (Java; REST and gRPC on one port): host:port."""
@@ -64,9 +47,9 @@ def pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             f"the Pub/Sub emulator is not installed ({EMULATOR} and java: apt-get install "
             "google-cloud-cli-pubsub-emulator from Google's Cloud SDK apt source, present on the CI image)"
         )
-    port = free_port()
-    proc = _start([EMULATOR, "--host=127.0.0.1", f"--port={port}"],
-                  tmp_path_factory.mktemp("pubsub") / "emulator.log", f"http://127.0.0.1:{port}/", "pubsub emulator")  # fmt: skip
+    # It logs "java.net.BindException: Address already in use" for a lost port and keeps running.
+    proc, port = start_on_free_port(lambda port: [EMULATOR, "--host=127.0.0.1", f"--port={port}"],
+                                    tmp_path_factory.mktemp("pubsub") / "emulator.log", "pubsub emulator", http_ok("/"))  # fmt: skip
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -80,9 +63,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(
             "prometheus-pushgateway is missing: apt-get install prometheus-pushgateway (.ci/run does)"
         )
-    port = free_port()
-    proc = _start([binary, f"--web.listen-address=127.0.0.1:{port}"],
-                  tmp_path_factory.mktemp("pushgateway") / "gateway.log", f"http://127.0.0.1:{port}/-/ready", "pushgateway")  # fmt: skip
+    proc, port = start_on_free_port(lambda port: [binary, f"--web.listen-address=127.0.0.1:{port}"],
+                                    tmp_path_factory.mktemp("pushgateway") / "gateway.log", "pushgateway", http_ok("/-/ready"))  # fmt: skip
     try:
         yield f"127.0.0.1:{port}"
     finally:

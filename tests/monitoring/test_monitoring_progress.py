@@ -9,11 +9,8 @@ training loop nothing and is logged once. The Job that `training launch` renders
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
-import signal
-import subprocess
 import threading
 import time
 import urllib.request
@@ -23,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from localservers import http_ok, start_on_free_port, stop_group
 from monitoring import progress
-from monitoring.localstack import LocalAlerting, free_port
+from monitoring.localstack import LocalAlerting
 
 GATEWAY = shutil.which("prometheus-pushgateway")
 SMALL = ["export=false", "baselines=false", "data.max_train_rows=160", "epochs=1", "max_steps=4"]
@@ -49,30 +47,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(
             "prometheus-pushgateway is missing: apt-get install prometheus-pushgateway (.ci/run does)"
         )
-    port = free_port()
-    log = (tmp_path_factory.mktemp("pushgateway") / "pushgateway.log").open("wb")
-    proc = subprocess.Popen(
-        [GATEWAY, f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
+    proc, port = start_on_free_port(
+        lambda port: [str(GATEWAY), f"--web.listen-address=127.0.0.1:{port}"],
+        tmp_path_factory.mktemp("pushgateway") / "pushgateway.log", "pushgateway", http_ok("/-/ready"), timeout_s=30,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                read(f"{url}/-/ready")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"pushgateway did not start: {Path(log.name).read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.2)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
-        log.close()
+        stop_group(proc, grace_s=10)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 import warnings
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from localservers import start_on_free_port, stop_group
 from pipeline import registry_auth
 from tests.pipeline.test_pipeline_images import push
 
@@ -65,28 +65,22 @@ def ecr_password(s3_server: str) -> str:
 def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Iterator[dict[str, Any]]:
     if shutil.which("docker-registry") is None:
         pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
-    from containers import services
 
     root = tmp_path_factory.mktemp("auth-registry")
     (root / "htpasswd").write_text(
         f"AWS:{_bcrypt(ecr_password)}\n{registry_auth.GAR_USER}:{_bcrypt(GOOGLE_TOKEN)}\n"
     )
-    port = services.free_port()
-    (root / "registry.yml").write_text(
-        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-        f"auth:\n  htpasswd:\n    realm: test-registry\n    path: {root / 'htpasswd'}\n"
-    )
-    log = root / "registry.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["docker-registry", "serve", str(root / "registry.yml")],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    config = root / "registry.yml"
 
-    def ready() -> bool:  # anonymous /v2/ gets 401 once it serves
+    def command(port: int) -> list[str]:
+        config.write_text(
+            f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
+            f"http:\n  addr: 127.0.0.1:{port}\n"
+            f"auth:\n  htpasswd:\n    realm: test-registry\n    path: {root / 'htpasswd'}\n"
+        )
+        return ["docker-registry", "serve", str(config)]
+
+    def ready(port: int) -> bool:  # anonymous /v2/ gets 401 once it serves
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2).close()
         except urllib.error.HTTPError as exc:
@@ -95,8 +89,8 @@ def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Ite
             return False
         return False
 
+    proc, port = start_on_free_port(command, root / "registry.log", "docker-registry", ready, timeout_s=30)
     try:
-        services._wait("docker-registry", ready, proc, log, 30)
         address = f"127.0.0.1:{port}"
         auth = _basic("AWS", ecr_password)
         yield {
@@ -105,7 +99,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory, ecr_password: str) -> Ite
             "push": lambda labels, tag: push(address, "mlp/serving", labels, tag, auth=auth),
         }
     finally:
-        services._stop(proc)
+        stop_group(proc, grace_s=60)
 
 
 @pytest.fixture

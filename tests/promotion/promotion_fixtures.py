@@ -6,15 +6,10 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from demo.stages import kill_group
-from tests.conftest import free_port
+from localservers import http_ok, start_on_free_port
 
 MANIFEST_SHA = "a" * 64
 DIGEST_T = "sha256:" + "1" * 64
@@ -186,26 +181,17 @@ class RecordingDeployer:
 
 
 def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
-    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with demo.stages.kill_group."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}"]
-        + ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its workers are its children: stopped together, by this group's id
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=2).close()  # noqa: S310 (loopback)
-            return proc, url
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                kill_group(proc, grace_s=20)
-                pytest.fail(f"mlflow server did not answer on {url} (exit {proc.poll()})")
-            time.sleep(0.25)
+    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with demo.stages.kill_group.
+
+    Its uvicorn worker binds the port ~4 s after the start: a pick taken meanwhile is picked again."""
+    proc, port = start_on_free_port(
+        # Artifacts beside the database: by default they go to ./mlartifacts, the folder the tests run in.
+        lambda port: [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
+                      "--artifacts-destination", str(db.with_name(f"{db.stem}-artifacts")),
+                      "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        db.with_name(f"{db.stem}-server.log"), "mlflow server", http_ok("/health"), timeout_s=90, grace_s=20,
+    )  # fmt: skip
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def candidate_in_bucket(candidate: Path, key: str) -> str:

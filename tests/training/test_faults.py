@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from tests.conftest import free_port
+from tests.emulators import MotoServer
 from training.errors import EXIT_OK, EXIT_PREEMPTED, EXIT_STORAGE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -156,12 +157,11 @@ def test_a_peer_lost_before_the_process_group_forms_exits_75(tmp_path: Path, ran
 @pytest.mark.slow
 def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path: Path) -> None:
     import boto3
-    from moto.server import ThreadedMotoServer
 
     from training import checkpoint as ckpt
 
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = MotoServer()
+    port, endpoint = server.port, server.endpoint
     env = _env(
         AWS_ENDPOINT_URL_S3=endpoint,
         AWS_ENDPOINT_URL=endpoint,
@@ -172,8 +172,6 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
         # One attempt per call inside botocore, so the retries the test looks for are ours (tenacity).
         AWS_MAX_ATTEMPTS="1",
     )
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
     s3 = boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing"
     )
@@ -213,8 +211,7 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
 
     # The store comes back (same process: moto keeps its buckets); the rerun uploads the kept checkpoint
     # unless the outage struck after its upload, and resumes from it.
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    server = MotoServer(port)  # raises if the port was taken meanwhile (ThreadedMotoServer waited forever)
     try:
         already_up = saved(rescued.step)
         again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

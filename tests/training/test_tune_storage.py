@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.emulators import MotoServer
 from tests.training.test_tune import ROOT, _cli, lr_space
 from training.errors import EXIT_STORAGE
 
@@ -23,9 +24,8 @@ from training.errors import EXIT_STORAGE
 @pytest.mark.integration
 def test_store_outage_leaves_the_trial_running_for_the_rerun(tmp_path: Path) -> None:
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    port = free_port()
+    port = free_port()  # nothing listens there during the first run: the outage
     endpoint = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
@@ -49,8 +49,7 @@ def test_store_outage_leaves_the_trial_running_for_the_rerun(tmp_path: Path) -> 
         states = db.execute("SELECT number, state FROM trials").fetchall()
     assert states == [(0, "RUNNING")], states  # not FAIL: the rerun must find it
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    server = MotoServer(port)  # raises if the port was taken meanwhile (ThreadedMotoServer waited forever)
     try:
         boto3.client(
             "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing"
