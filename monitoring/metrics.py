@@ -55,12 +55,17 @@ EXTERNAL = {
         "kube_deployment_spec_replicas",
         "kube_deployment_status_replicas_available",
     ),
-    # The Argo Workflow objects of the retraining pipeline, from kube-state-metrics' custom resource state config
-    # (infra/k8s/workflow_state.py): they survive a controller restart, unlike the controller's own gauge.
+    # The Argo Workflow and CronWorkflow objects of the retraining pipeline, from kube-state-metrics' custom resource
+    # state config (infra/k8s/workflow_state.py): they survive a controller restart, unlike the controller's own gauge.
     "kube-state-metrics custom resources": (
         "kube_customresource_argo_workflow_status_phase",
         "kube_customresource_argo_workflow_finished_time",
         "kube_customresource_argo_workflow_node_started_time",
+        # The CronWorkflow that creates the runs: RetrainingPipelineStale counts from its creation while no run
+        # succeeded, and says whether it is suspended or when it last created a run.
+        "kube_customresource_argo_cronworkflow_created",
+        "kube_customresource_argo_cronworkflow_last_scheduled_time",
+        "kube_customresource_argo_cronworkflow_suspended",
     ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
     # The retraining WorkflowTemplate's own gauge (pipeline/argo.py PIPELINE_METRIC), which Argo's controller

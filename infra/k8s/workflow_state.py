@@ -1,4 +1,4 @@
-"""The retraining pipeline's state as kube-state-metrics series, read from the Argo Workflow objects themselves.
+"""The retraining pipeline's state as kube-state-metrics series, read from the Argo Workflow and CronWorkflow objects.
 
 Why not Argo's own metrics: the controller keeps custom metrics in memory, so after a controller restart (a node
 drain, an upgrade, an eviction) the last run's outcome is gone until the next run, and a failure before the restart
@@ -19,6 +19,17 @@ Series (the default prefix `kube_customresource_` + the metric's name; every ser
   the run goes on)
 - `kube_customresource_argo_workflow_node_started_time{node_id, template_name, node_type, node_phase}` (one per
   node of `status.nodes`: its `startedAt`, which Argo sets when it creates the node's pod, before the pod is scheduled)
+
+and per CronWorkflow (resource-level labels `name`, `namespace`, `workflow_template` = the template its runs use):
+
+- `kube_customresource_argo_cronworkflow_created` (seconds since the epoch of `metadata.creationTimestamp`)
+- `kube_customresource_argo_cronworkflow_last_scheduled_time` (`status.lastScheduledTime`: the controller sets it only
+  once it has created a run, so a schedule that creates none leaves it old; absent until the first run)
+- `kube_customresource_argo_cronworkflow_suspended` (1 while `spec.suspend` is true, 0 otherwise, also when unset)
+
+A CronWorkflow that creates no run (suspended, its WorkflowTemplate gone, a spec the controller refuses, every run
+skipped behind a hung one by `concurrencyPolicy: Forbid`, the controller down) leaves no Workflow to read:
+RetrainingPipelineStale counts from the last successful run, or from the CronWorkflow's creation, instead.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-ARGO_GROUP, ARGO_VERSION, WORKFLOW_KIND = "argoproj.io", "v1alpha1", "Workflow"
+ARGO_GROUP, ARGO_VERSION, WORKFLOW_KIND, CRON_KIND = "argoproj.io", "v1alpha1", "Workflow", "CronWorkflow"
 METRIC_PREFIX = "kube_customresource"
 # Argo's WorkflowPhase values (pkg/apis/workflow/v1alpha1/workflow_types.go); "" (not yet seen) gives no series.
 WORKFLOW_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Error")
@@ -42,6 +53,17 @@ RESOURCE_LABELS: Mapping[str, list[str]] = {
     "namespace": ["metadata", "namespace"],
     "workflow_template": ["spec", "workflowTemplateRef", "name"],
 }
+CRON_CREATED, CRON_LAST_SCHEDULED, CRON_SUSPENDED = (
+    "argo_cronworkflow_created",
+    "argo_cronworkflow_last_scheduled_time",
+    "argo_cronworkflow_suspended",
+)
+# The same label names as a Workflow's: the template is the CronWorkflow's workflowSpec.workflowTemplateRef.
+CRON_LABELS: Mapping[str, list[str]] = {
+    "name": ["metadata", "name"],
+    "namespace": ["metadata", "namespace"],
+    "workflow_template": ["spec", "workflowSpec", "workflowTemplateRef", "name"],
+}
 NODE_LABELS: Mapping[str, list[str]] = {
     "template_name": ["templateName"],
     "node_type": ["type"],
@@ -56,7 +78,7 @@ RBAC_RULES: tuple[Mapping[str, Any], ...] = (
         "resources": ["customresourcedefinitions"],
         "verbs": ["list", "watch"],
     },
-    {"apiGroups": [ARGO_GROUP], "resources": ["workflows"], "verbs": ["list", "watch"]},
+    {"apiGroups": [ARGO_GROUP], "resources": ["workflows", "cronworkflows"], "verbs": ["list", "watch"]},
 )
 
 
@@ -103,7 +125,33 @@ def custom_resource_state_config() -> dict[str, Any]:
                             },
                         },
                     ],
-                }
+                },
+                {
+                    "groupVersionKind": {"group": ARGO_GROUP, "version": ARGO_VERSION, "kind": CRON_KIND},
+                    "labelsFromPath": {k: list(v) for k, v in CRON_LABELS.items()},
+                    "metrics": [
+                        {
+                            "name": CRON_CREATED,
+                            "help": "When the Argo CronWorkflow was created (seconds since the epoch).",
+                            "each": {"type": "Gauge", "gauge": {"path": ["metadata", "creationTimestamp"]}},
+                        },
+                        {
+                            "name": CRON_LAST_SCHEDULED,
+                            "help": "When the Argo CronWorkflow last created a Workflow (seconds since the epoch).",
+                            "each": {"type": "Gauge", "gauge": {"path": ["status", "lastScheduledTime"]}},
+                        },
+                        {
+                            "name": CRON_SUSPENDED,
+                            "help": "1 while the Argo CronWorkflow is suspended (spec.suspend), else 0.",
+                            # Argo omits `suspend: false`: without nilIsZero an active CronWorkflow would have no
+                            # series, and "not suspended" could not be told from "not there".
+                            "each": {
+                                "type": "Gauge",
+                                "gauge": {"path": ["spec", "suspend"], "nilIsZero": True},
+                            },
+                        },
+                    ],
+                },
             ]
         },
     }
@@ -116,11 +164,15 @@ def metric_labels() -> dict[str, set[str]]:
         f"{METRIC_PREFIX}_{PHASE}": common | {"phase"},
         f"{METRIC_PREFIX}_{FINISHED}": common,
         f"{METRIC_PREFIX}_{NODE_STARTED}": common | {"node_id"} | set(NODE_LABELS),
+        **{
+            f"{METRIC_PREFIX}_{m}": set(GVK_LABELS) | set(CRON_LABELS)
+            for m in (CRON_CREATED, CRON_LAST_SCHEDULED, CRON_SUSPENDED)
+        },
     }
 
 
 def kube_state_metrics_values() -> dict[str, Any]:
-    """The prometheus chart's `kube-state-metrics` subchart values that add the Workflow series."""
+    """The prometheus chart's `kube-state-metrics` subchart values that add the Workflow and CronWorkflow series."""
     return {
         # The chart's default, stated: every kube_* series of the rules comes from it.
         "enabled": True,

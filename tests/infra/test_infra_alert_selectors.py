@@ -26,18 +26,30 @@ KSM = {
     # Custom resource state series of the Argo Workflows (infra/k8s/workflow_state.py): the Workflows are made at run
     # time, from the WorkflowTemplate their `workflow_template` label names.
     "kube_customresource_argo_workflow_": ("WorkflowTemplate", "workflow_template"),
+    # The CronWorkflow that creates those runs, by its own name.
+    "kube_customresource_argo_cronworkflow_": ("CronWorkflow", "name"),
 }
 SELECTOR = re.compile(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
+# A `query` in an alert's annotation template (Go raw string): its selectors must name real objects too.
+QUERY = re.compile(r"\bquery `([^`]*)`")
 
 
 def expressions() -> list[tuple[str, str]]:
-    """The alert rules and dashboard panels exactly as infra puts them into every stack."""
+    """The alert rules (with the queries of their annotations) and dashboard panels exactly as infra puts them into
+    every stack."""
     found = [
         (f"alert {rule['alert']}", rule["expr"])
         for group in alert_rule_groups()
         for rule in group["rules"]
         if "alert" in rule
+    ]
+    found += [
+        (f"alert {rule['alert']} annotation {key}", query)
+        for group in alert_rule_groups()
+        for rule in group["rules"]
+        for key, text in rule.get("annotations", {}).items()
+        for query in QUERY.findall(text)
     ]
     for text in dashboards().values():
         for panel in json.loads(text)["panels"]:
@@ -109,6 +121,15 @@ def test_every_kube_state_metrics_selector_names_objects_of_the_stack(
         ('namespace="serving",deployment', 'namespace="triton",deployment'),
         ('namespace=~"drift|cost"', 'namespace=~"drifts|costs"'),
         ('kube_job_status_active{namespace="training"}', 'kube_job_status_active{namespace="train"}'),
+        (
+            'cronworkflow_created{namespace="training",name=~"retrain-.+"}',
+            'cronworkflow_created{namespace="training",name=~"retrain_.+"}',
+        ),
+        # In an annotation's query only.
+        (
+            'cronworkflow_suspended{namespace="training",name=~',
+            'cronworkflow_suspended{namespace="argo",name=~',
+        ),
     ],
 )
 def test_a_selector_that_names_nothing_is_found(plans: dict[str, Plan], old: str, new: str) -> None:

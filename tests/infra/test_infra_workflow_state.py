@@ -1,13 +1,13 @@
-"""kube-state-metrics reads the retraining pipeline's Argo Workflows (infra/k8s/workflow_state.py), and the alerts read
-exactly the series that config produces.
+"""kube-state-metrics reads the retraining pipeline's Argo Workflows and CronWorkflows (infra/k8s/workflow_state.py),
+and the alerts read exactly the series that config produces.
 
 Checked without a cluster: every stack's rendered prometheus chart values carry the config and the RBAC rules; the
 config is held to the structure kube-state-metrics decodes (pkg/customresourcestate config.go and
 config_metrics_types.go: KSM decodes YAML leniently, so a misspelt key would be ignored in silence, not refused); its
-paths are fields of Argo's own Workflow schema (hera's models, generated from argo-workflows 4.0.5's JSON schema);
-a Workflow as the controller writes it, run through the config with KSM's documented semantics, gives the series
-names and labels that the promtool tests feed the rules; and every such selector in the rules names labels those
-series have.
+paths are fields of Argo's own Workflow and CronWorkflow schemas (hera's models, generated from argo-workflows
+4.0.5's JSON schema); a Workflow and a CronWorkflow as the controller writes them, run through the config with KSM's
+documented semantics, give the series names and labels that the promtool tests feed the rules; and every such
+selector in the rules (and in their annotations' queries) names labels those series have.
 """
 
 from __future__ import annotations
@@ -121,18 +121,21 @@ def get(obj: Any, path: list[str]) -> Any:
 
 
 def to_float(value: Any) -> float:
-    """KSM's toFloat64 for what these paths hold: numbers and RFC 3339 times."""
+    """KSM's toFloat64 for what these paths hold: numbers, booleans (1/0) and RFC 3339 times."""
     if isinstance(value, str):
         return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     return float(value)
 
 
 def ksm_series(config: dict[str, Any], obj: dict[str, Any]) -> list[tuple[str, dict[str, str], float]]:
-    """The series kube-state-metrics exposes for one object (registry_factory.go, the subset the config uses: a single
-    value or a map per Gauge, a StateSet over a single string; labels: GVK, resource, per-element, labelFromKey)."""
+    """The series kube-state-metrics exposes for one object of a configured kind (registry_factory.go, the subset the
+    config uses: a single value or a map per Gauge, a missing value 0 with nilIsZero and no series without, a StateSet
+    over a single string; labels: GVK, resource, per-element, labelFromKey)."""
     out = []
     for res in config["spec"]["resources"]:
         gvk = res["groupVersionKind"]
+        if f"{gvk['group']}/{gvk['version']}" != obj["apiVersion"] or gvk["kind"] != obj["kind"]:
+            continue
         base = {"customresource_group": gvk["group"], "customresource_version": gvk["version"],
                 "customresource_kind": gvk["kind"]}  # fmt: skip
         base |= {
@@ -150,7 +153,9 @@ def ksm_series(config: dict[str, Any], obj: dict[str, Any]) -> list[tuple[str, d
             elements = at.items() if isinstance(at, dict) else [("", at)]
             for key, element in elements:
                 value = get(element, body.get("valueFrom", []))
-                if value is None:
+                if value is None and body.get("nilIsZero"):
+                    value = 0
+                elif value is None:
                     continue
                 own = {
                     k: str(v)
@@ -180,6 +185,17 @@ def workflow(name: str, *, phase: str, finished: bool) -> dict[str, Any]:
     return doc
 
 
+def cron_workflow(*, suspend: bool | None, scheduled: bool) -> dict[str, Any]:
+    """The rendered CronWorkflow as the API server and the controller leave it, checked against Argo's schema."""
+    doc = render.cron_workflow("dev")
+    doc["metadata"]["creationTimestamp"] = "2026-12-01T10:00:00Z"
+    if suspend is not None:  # `argo cron suspend` sets it; Argo omits it while false
+        doc["spec"]["suspend"] = suspend
+    doc["status"] = {"lastScheduledTime": "2026-12-07T02:00:00Z"} if scheduled else {}
+    hera.CronWorkflow.model_validate(doc)
+    return doc
+
+
 def prometheus_values(plan: Plan) -> dict[str, Any]:
     (release,) = [
         r["inputs"] for r in plan.iter_custom()
@@ -198,6 +214,7 @@ def test_every_stack_gives_kube_state_metrics_the_workflow_config_and_may_read_w
     rules = ksm["rbac"]["extraRules"]
     for group, resource in (
         ("argoproj.io", "workflows"),
+        ("argoproj.io", "cronworkflows"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
     ):
         assert any(group in r["apiGroups"] and resource in r["resources"] and {"list", "watch"} <= set(r["verbs"])
@@ -209,9 +226,12 @@ def test_every_stack_gives_kube_state_metrics_the_workflow_config_and_may_read_w
 def test_the_config_has_the_structure_kube_state_metrics_decodes() -> None:
     config = ws.custom_resource_state_config()
     assert config_problems(config) == []
-    (res,) = config["spec"]["resources"]
-    gvk = res["groupVersionKind"]
-    assert f"{gvk['group']}/{gvk['version']}" == render.API_VERSION and gvk["kind"] == "Workflow"
+    gvks = [res["groupVersionKind"] for res in config["spec"]["resources"]]
+    assert {f"{g['group']}/{g['version']}" for g in gvks} == {render.API_VERSION}
+    assert [g["kind"] for g in gvks] == ["Workflow", "CronWorkflow"]
+    # KSM lists a kind by its plural (lower-cased kind + "s" unless resourcePlural says otherwise): what RBAC grants.
+    granted = {r for rule in ws.RBAC_RULES if ws.ARGO_GROUP in rule["apiGroups"] for r in rule["resources"]}
+    assert {g["kind"].lower() + "s" for g in gvks} <= granted
 
 
 @pytest.mark.parametrize(
@@ -225,6 +245,10 @@ def test_the_config_has_the_structure_kube_state_metrics_decodes() -> None:
                 path="status.finishedAt"
             ),
             "list",
+        ),
+        (
+            lambda c: c["spec"]["resources"][1]["metrics"][2]["each"]["gauge"].update(nilIszero=True),
+            "unknown key 'nilIszero'",
         ),
     ],
 )
@@ -245,21 +269,24 @@ def test_every_path_is_a_field_of_argos_workflow_schema() -> None:
             if getattr(model, "__origin__", None) is dict:
                 model = model.__args__[1]  # a map (status.nodes): what follows is per element
 
-    (res,) = ws.custom_resource_state_config()["spec"]["resources"]
-    for p in res["labelsFromPath"].values():
-        walk(hera.Workflow, p)
-    for gen in res["metrics"]:
-        body = next(iter(v for k, v in gen["each"].items() if k != "type"))
-        walk(hera.Workflow, body["path"])
-        for p in [*body.get("labelsFromPath", {}).values(), body.get("valueFrom", [])]:
-            walk(hera.NodeStatus if body["path"] == ["status", "nodes"] else hera.WorkflowStatus, p)
+    models = {"Workflow": hera.Workflow, "CronWorkflow": hera.CronWorkflow}
+    for res in ws.custom_resource_state_config()["spec"]["resources"]:
+        model = models[res["groupVersionKind"]["kind"]]
+        for p in res["labelsFromPath"].values():
+            walk(model, p)
+        for gen in res["metrics"]:
+            body = next(iter(v for k, v in gen["each"].items() if k != "type"))
+            walk(model, body["path"])
+            for p in [*body.get("labelsFromPath", {}).values(), body.get("valueFrom", [])]:
+                walk(hera.NodeStatus if body["path"] == ["status", "nodes"] else hera.WorkflowStatus, p)
 
 
 def test_a_workflow_gives_the_series_the_rule_tests_feed_the_rules() -> None:
     config = ws.custom_resource_state_config()
     running = ksm_series(config, workflow("retrain-dev-1", phase="Running", finished=False))
     failed = ksm_series(config, workflow("retrain-dev-2", phase="Failed", finished=True))
-    made = {name: set(labels) for name, labels, _ in running + failed}
+    cron = ksm_series(config, cron_workflow(suspend=None, scheduled=True))
+    made = {name: set(labels) for name, labels, _ in running + failed + cron}
     assert made == ws.metric_labels()
     # No finish time while the run goes on; the phase is a StateSet with the current phase at 1.
     assert {n for n, _, _ in running} == {
@@ -273,6 +300,8 @@ def test_a_workflow_gives_the_series_the_rule_tests_feed_the_rules() -> None:
     (node,) = [labels for n, labels, _ in failed if n.endswith(ws.NODE_STARTED)]
     assert node["name"] == "retrain-dev-2" and node["workflow_template"] == "retrain-dev"
     assert (node["template_name"], node["node_type"], node["node_phase"]) == ("train", "Pod", "Running")
+    # The CronWorkflow's series carry the template its runs use, under the Workflow series' label name.
+    assert {labels["workflow_template"] for n, labels, _ in cron} == {render.template_name("dev")}
     # The promtool tests feed series of exactly that shape.
     fed = [
         series["series"]
@@ -288,6 +317,27 @@ def test_a_workflow_gives_the_series_the_rule_tests_feed_the_rules() -> None:
             made[metric],
             made[metric] - {"workflow_template"},  # a Workflow from no template
         ), text
+
+
+def test_a_cronworkflow_says_when_it_was_made_last_ran_and_whether_it_is_suspended() -> None:
+    """No run to read when the schedule creates none: the CronWorkflow itself must say so. An active one must still
+    have its suspended series (0): Argo omits `suspend: false`, and a missing series reads as "no CronWorkflow"."""
+    config = ws.custom_resource_state_config()
+
+    def values(**kwargs: Any) -> dict[str, float]:
+        return {
+            n.removeprefix(f"{ws.METRIC_PREFIX}_"): v
+            for n, _, v in ksm_series(config, cron_workflow(**kwargs))
+        }
+
+    made = dt.datetime(2026, 12, 1, 10, tzinfo=dt.UTC).timestamp()
+    scheduled = dt.datetime(2026, 12, 7, 2, tzinfo=dt.UTC).timestamp()
+    assert values(suspend=None, scheduled=True) == {
+        ws.CRON_CREATED: made, ws.CRON_LAST_SCHEDULED: scheduled, ws.CRON_SUSPENDED: 0.0}  # fmt: skip
+    assert values(suspend=True, scheduled=True)[ws.CRON_SUSPENDED] == 1.0
+    assert values(suspend=False, scheduled=True)[ws.CRON_SUSPENDED] == 0.0
+    # No run created yet: no lastScheduledTime series (nilIsZero would read as a run in 1970).
+    assert values(suspend=None, scheduled=False) == {ws.CRON_CREATED: made, ws.CRON_SUSPENDED: 0.0}
 
 
 def test_the_rules_select_only_labels_the_workflow_series_have() -> None:
