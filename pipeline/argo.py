@@ -16,7 +16,7 @@ from typing import Any
 
 from monitoring import environment as monitoring_env
 from pipeline import dag
-from training.launch_config import DEFAULT_PUSHGATEWAY
+from training.launch_config import DEFAULT_PUSHGATEWAY, MLFLOW_SECRET, mlflow_env_from
 
 API_VERSION = "argoproj.io/v1alpha1"
 NAMESPACE = "training"
@@ -75,6 +75,12 @@ POOLS: Mapping[str, Mapping[str, Any]] = {
     },
 }
 
+# The steps that talk to MLflow get the optional Secret `mlflow` (training/launch_config.py MLFLOW_SECRET: its keys are
+# MLflow's own variables) by envFrom: train (the trainer's and a study's tracking, training/tracking.py) and promote
+# (the registry version and the environment's alias, promotion/registry.py). No other step imports MLflow, so no
+# other step sees its token. Without the Secret both fall back to files inside the pod, lost with it.
+MLFLOW_STEPS = ("train", "promote")
+
 
 def template_name(environment: str) -> str:
     return f"retrain-{environment}"
@@ -127,6 +133,8 @@ def _container_template(
         template["container"]["volumeMounts"].append(
             {"name": REGISTRY_SECRET, "mountPath": REGISTRY_CONFIG_DIR, "readOnly": True}
         )
+    if step.name in MLFLOW_STEPS:
+        template["container"]["envFrom"] = mlflow_env_from(MLFLOW_SECRET)
     if step.condition:
         template["outputs"] = {"parameters": [{"name": "flag", "valueFrom": {"path": FLAG_PATH}}]}
     if step.name == "train" and pushgateway_url:

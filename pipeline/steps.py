@@ -10,6 +10,7 @@ import argparse
 import datetime as dt
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,9 +95,44 @@ TUNE_WORKER = "pipeline"
 """The tune study's worker id in the pipeline: stable across Argo retries of the step (see train)."""
 
 
+def _in_pod() -> bool:
+    """The kubelet sets KUBERNETES_SERVICE_HOST in every container it starts: this step runs in a pod (an Argo step,
+    also one submitted with local=true), whose disk and work volume go with it."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def _file_store(uri: str) -> bool:
+    """An MLflow store that is a file of this machine: `file:`, `sqlite:` or a bare path (not a server, not a
+    database elsewhere)."""
+    scheme = uri.split(":", 1)[0].lower() if ":" in uri else ""
+    return scheme in ("", "file", "sqlite")
+
+
+def _warn_mlflow_in_pod(what: str, uri: str) -> None:
+    """A warning, not an error: a team without an MLflow server still retrains and promotes (the records and the
+    history in the store are durable); it only loses MLflow's view, and says so in the step's log."""
+    from training.launch_config import DEFAULT_NAMESPACE, MLFLOW_SECRET
+
+    print(
+        f"warning: MLflow {what} is {uri}, a file inside this pod: it is lost with the pod. To keep it, point the "
+        f"platform at your MLflow server: kubectl -n {DEFAULT_NAMESPACE} create secret generic {MLFLOW_SECRET} "
+        "--from-literal=MLFLOW_TRACKING_URI=https://... --from-literal=MLFLOW_TRACKING_TOKEN=... "
+        "(pipeline/README.md)",
+        file=sys.stderr,
+    )
+
+
 def train(args: argparse.Namespace) -> int:
     # SIGTERM before the loop takes over exits 75 (Argo retries 75): pipeline/__main__.py installs that first.
+    from training import environment as training_env
     from training.cli import main as training_main
+
+    try:
+        tracked, uri = bool(training_env.TRAINING_MLFLOW.get()), training_env.MLFLOW_TRACKING_URI.get()
+    except ValueError:  # a bad value: the trainer itself refuses it at start, with exit 2
+        tracked, uri = False, None
+    if tracked and _in_pod() and (not uri or _file_store(uri)):
+        _warn_mlflow_in_pod("tracking (the run's params, metrics, artifacts)", uri or f"{args.out}/mlruns")
 
     if args.mode == "tune":
         argv = [
@@ -205,10 +241,25 @@ def images(args: argparse.Namespace) -> int:
     return 0
 
 
+def _object_store(uri: str) -> bool:
+    return "://" in uri and not uri.startswith("file://")
+
+
 def promote(args: argparse.Namespace) -> int:
     from promotion.__main__ import main as promotion_main
+    from promotion.registry import default_registry_uri
 
-    argv = ["promote", "--env", args.env, "--candidate", args.candidate, "--store", args.store]
+    registry = default_registry_uri()
+    if _in_pod() and _file_store(registry):
+        _warn_mlflow_in_pod(f"registry (model version and the {args.env} alias)", registry)
+    candidate = args.candidate
+    if _object_store(args.store) and (Path(candidate) / "export" / "metadata.json").is_file():
+        # The registry version's source and the record's lineage must outlive WORK (on the cluster a volume deleted
+        # with the workflow), and a tracking server refuses a version whose files are local: promote the store's
+        # copy (what `images` published; content-addressed, so publishing again writes the same place).
+        candidate = publish_candidate(Path(candidate), args.store, args.model)
+        print(f"promoting the candidate's copy in the store: {candidate}")
+    argv = ["promote", "--env", args.env, "--candidate", candidate, "--store", args.store]
     argv += ["--model-name", args.model]
     if args.loadtest:
         argv += ["--loadtest", args.loadtest]

@@ -107,6 +107,44 @@ MLFLOW_EXPERIMENT_NAME = _declare(
     external=True,
 )
 TRAINING_MLFLOW = _declare("TRAINING_MLFLOW", bool, True, "Set to 0 to disable MLflow tracking.")
+# MLflow's HTTP retries: unset, the trainer sets them so that one call to a dead tracking server blocks for at most
+# a third of TRAINING_PG_TIMEOUT_S (training/tracking.py bound_http_waits; MLflow's own defaults wait minutes).
+MLFLOW_HTTP_REQUEST_MAX_RETRIES = _declare(
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    int,
+    None,
+    "MLflow HTTP retries per call; unset: the trainer sets 2 (MLflow's own default: 7).",
+    external=True,
+)
+MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR = _declare(
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+    int,
+    None,
+    "MLflow HTTP backoff factor (whole seconds); unset: the trainer sets 1 (MLflow's own default: 2).",
+    external=True,
+)
+MLFLOW_HTTP_REQUEST_BACKOFF_JITTER = _declare(
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER",
+    float,
+    None,
+    "MLflow HTTP backoff jitter in seconds; unset: the trainer sets 1.0 (as MLflow).",
+    external=True,
+)
+MLFLOW_HTTP_REQUEST_TIMEOUT = _declare(
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    int,
+    None,
+    "MLflow HTTP timeout per attempt (whole seconds); unset: the trainer derives it from TRAINING_PG_TIMEOUT_S, "
+    "6 at 120 (MLflow's own default: 120).",
+    external=True,
+)
+MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER = _declare(
+    "MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER",
+    bool,
+    None,
+    "Whether MLflow sleeps as long as a server's Retry-After header asks (no cap); unset: the trainer sets false.",
+    external=True,
+)
 # --- spot interruptions and distributed timeouts --------------------------------------
 TRAINING_INTERRUPTION_PROVIDER = _declare(
     "TRAINING_INTERRUPTION_PROVIDER",

@@ -10,7 +10,8 @@ What it renders (two documents):
 - an Indexed Job (completions = parallelism = nodes) whose pods run torchrun through training.elastic
   (torchrun that passes exit code 75 through) with `--nnodes=N --nproc_per_node=M --rdzv_backend=c10d`,
   on the GPU pool (node selector + toleration of its taint), with the trainer's service account (its cloud
-  identity may write the checkpoint bucket) and the checkpoint URI in TRAINING_CHECKPOINT_URI.
+  identity may write the checkpoint bucket) and the checkpoint URI in TRAINING_CHECKPOINT_URI; the optional
+  Secret `mlflow` (--mlflow-secret) gives the trainer MLflow's own variables (MLFLOW_TRACKING_URI...) by envFrom.
 
 Spot interruptions: `restartPolicy: Never` plus a podFailurePolicy. A pod that fails because its node was
 reclaimed (condition DisruptionTarget) or that exits 75 (checkpoint saved, resume me) is replaced without
@@ -46,8 +47,10 @@ from training.launch_config import (  # noqa: F401  (re-exported: launch_cli and
     DEFAULT_PUSHGATEWAY,
     DEFAULT_SERVICE_ACCOUNT,
     DEFAULT_TOLERATIONS,
+    MLFLOW_SECRET,
     RDZV_PORT,
     LaunchConfig,
+    mlflow_env_from,
 )
 
 # --------------------------------------------------------------------------- pure renderers
@@ -172,6 +175,9 @@ def render_job(cfg: LaunchConfig) -> dict[str, Any]:
                 "image": cfg.image,
                 "imagePullPolicy": "IfNotPresent",
                 "command": trainer_command(cfg),
+                # A team's MLflow server (MLFLOW_TRACKING_URI, its token...) from the optional Secret; `env` wins
+                # over envFrom for a name in both, so an explicit --env MLFLOW_TRACKING_URI=... still decides.
+                **({"envFrom": mlflow_env_from(cfg.mlflow_secret)} if cfg.mlflow_secret else {}),
                 "env": [{"name": k, "value": v} for k, v in environment.items()],
                 "ports": [{"name": "rdzv", "containerPort": RDZV_PORT, "protocol": "TCP"}],
                 "resources": resources,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from training.errors import ConfigError
-from training.launch import BUILD_RECORD, DEFAULT_IMAGE, LaunchConfig, apply, render, to_yaml
+from training.launch import BUILD_RECORD, DEFAULT_IMAGE, MLFLOW_SECRET, LaunchConfig, apply, render, to_yaml
 from training.launch import __doc__ as launch_doc
 
 
@@ -104,6 +104,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=defaults.backoff_limit,
         help="real failures tolerated (default %(default)s)",
     )
+    p.add_argument(
+        "--mlflow-secret",
+        default=MLFLOW_SECRET,
+        metavar="NAME",
+        help="optional Secret whose keys (MLFLOW_TRACKING_URI, MLFLOW_TRACKING_TOKEN...) the pods get as "
+        "environment; '' for none (default %(default)s)",
+    )
     p.add_argument("--out", type=Path, help="write the YAML here instead of stdout")
     p.add_argument(
         "--apply", action="store_true", help="submit through the Kubernetes API (needs a kubeconfig)"
@@ -131,6 +138,7 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
         "service_account": args.service_account,
         "env": _key_values(args.env, "env"),
         "backoff_limit": args.backoff_limit,
+        "mlflow_secret": args.mlflow_secret or None,
     }
     if args.node_selector:
         kwargs["node_selector"] = _key_values(args.node_selector, "node_selector")

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from training import environment as envvars
 from training.errors import ConfigError
@@ -44,13 +45,27 @@ DEFAULT_IMAGE = "eu-ml-platform/training:latest"
 # infra/k8s/monitoring.py PUSHGATEWAY_URL (the same Service in every stack; a test ties the two): the trainer
 # pushes its progress stamp there (monitoring/progress.py) for the TrainingNoProgress alert.
 DEFAULT_PUSHGATEWAY = "http://prometheus-prometheus-pushgateway.monitoring.svc:9091"
+# The optional Secret, in the trainer's namespace, that points the platform at a team's own MLflow server: its keys
+# are MLflow's own environment variables (MLFLOW_TRACKING_URI, MLFLOW_TRACKING_TOKEN...), passed whole with envFrom
+# into the training Job, the tuning workers and the retraining pipeline's MLflow steps (pipeline/argo.py). Infra
+# deploys no MLflow server. Without the Secret the pods start as before and MLflow writes files inside the pod,
+# which are lost with it (training/README.md).
+MLFLOW_SECRET = "mlflow"
 # `python -m containers.build` records the images it built (and pushed) here.
 BUILD_RECORD = Path("reports/images/build-record.json")
 CONTAINER = "trainer"
 RDZV_PORT = 29400
 # Kubernetes object names: DNS-1123 labels (the pod hostname `<name>-<index>` must stay one too).
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# Secret names: DNS-1123 subdomains (the API server refuses a pod whose envFrom names anything else).
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def mlflow_env_from(secret: str = MLFLOW_SECRET) -> list[dict[str, Any]]:
+    """A container's envFrom for the MLflow Secret: every key becomes a variable; optional, so a cluster without
+    the Secret starts the pod as before (a required one would leave it in CreateContainerConfigError)."""
+    return [{"secretRef": {"name": secret, "optional": True}}]
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -113,6 +128,8 @@ class LaunchConfig:
     """Exits 75 recorded in the checkpoint after which the trainer refuses with exit 3 (fails the Job)."""
     pushgateway_url: str | None = DEFAULT_PUSHGATEWAY
     """Pushgateway for the progress stamp (labelled with the Job name); None: no push."""
+    mlflow_secret: str | None = MLFLOW_SECRET
+    """Optional Secret whose keys (MLflow's own variables) the trainer gets through envFrom; None: none."""
 
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
@@ -144,6 +161,13 @@ class LaunchConfig:
         if unknown:
             raise ConfigError(
                 "env", f"{unknown} are not declared in training/environment.py: declare them there first"
+            )
+        if self.mlflow_secret is not None and (
+            not _DNS_SUBDOMAIN.match(self.mlflow_secret) or len(self.mlflow_secret) > 253
+        ):
+            raise ConfigError(
+                "mlflow_secret",
+                f"{self.mlflow_secret!r} is not a Secret name (lowercase a-z, 0-9, '-', '.'; at most 253)",
             )
         if self.cloud not in (None, "aws", "gcp", "azure"):
             raise ConfigError("cloud", f"{self.cloud!r} is not one of aws, gcp, azure")

@@ -9,6 +9,8 @@ appears in the manifest; the worker id is the pod's completion index (JOB_COMPLE
 controller). A preempted pod exits 75; the podFailurePolicy replaces it without counting a failure, and the
 replacement has the same index, so it resumes that worker's RUNNING trial from the trial's checkpoints in the
 bucket. Two workers never run the same trial: Optuna numbers each new trial inside a storage transaction.
+Every worker logs its trials and the study's parent run to the MLflow server of the optional Secret `mlflow`
+(the training Job's envFrom, kept here; --mlflow-secret), else to files in its pod, lost with it.
 """
 
 from __future__ import annotations

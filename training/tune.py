@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError, StorageUnavailable
+from training.tracking import Outage
 
 log = logging.getLogger("training.tune")
 
@@ -192,12 +193,24 @@ def _trial_cost_eur(out: Path, rate: float) -> float | None:
     return round(float(total["spot"]) * (1.0 if record.get("currency") == "EUR" else rate), 6)
 
 
-def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, parent_run: str | None) -> int:
-    """One trial = one training run in DIR/trials/<number>; returns the trainer's exit code (0 or 75)."""
+def run_trial(
+    cfg: TuneConfig,
+    study: Any,
+    trial: Any,
+    space: Any,
+    base: Any,
+    parent_run: str | None,
+    outage: Outage | None = None,
+) -> int:
+    """One trial = one training run in DIR/trials/<number>; returns the trainer's exit code (0 or 75).
+
+    `outage`: the study's tracking.Outage (None: untracked); the trainer's Tracker shares it (tracking.study_scope).
+    """
     import json
 
     from optuna.trial import TrialState
 
+    from training import tune_report
     from training.config import apply_overrides
     from training.loop import Hooks
     from training.trainer import run as train
@@ -235,6 +248,8 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
     log.info(
         "trial %d (worker %s): %s", number, cfg.worker_id, " ".join(f"{k}={v}" for k, v in extra.items())
     )
+    if outage is not None:
+        outage.run_id = None  # set by the trainer's Tracker when this trial's MLflow run starts
     try:
         rc = train(config, out, hooks)
     except StorageUnavailable:
@@ -248,8 +263,8 @@ def run_trial(cfg: TuneConfig, study: Any, trial: Any, space: Any, base: Any, pa
         _tell(study, trial, state=TrialState.FAIL)
         raise
     trial.set_user_attr(ELAPSED, round(elapsed_before + time.monotonic() - start, 3))
-    if parent_run:
-        _tag_child(parent_run, number)
+    if parent_run and outage is not None:
+        tune_report.tag_child(outage, parent_run, number)
     if rc == EXIT_PREEMPTED:
         return rc  # left RUNNING for this worker's rerun
     cost_eur = _trial_cost_eur(out, rate)
@@ -277,60 +292,49 @@ def _tell(study: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
             raise
 
 
-def _tag_child(parent_run: str, number: int) -> None:
-    """The trainer's MLflow run (the last one this process ran) becomes a child of the study's run."""
-    import mlflow
-
-    from training import tune_report
-
-    run = mlflow.last_active_run()
-    if run is not None and run.info.run_id != parent_run:
-        client = tune_report.client()
-        client.set_tag(run.info.run_id, "mlflow.parentRunId", parent_run)
-        client.set_tag(run.info.run_id, "optuna.trial", str(number))
-
-
 def tune(cfg: TuneConfig) -> int:
     """Run this worker's share of the study; 0 when the study is done, 75 when preempted (rerun to resume)."""
     from optuna.trial import TrialState
 
-    from training import presets, search_space, tune_report
+    from training import presets, search_space, tracking, tune_report
     from training.config import apply_overrides
 
     space = search_space.load(cfg.preset, cfg.space_file or search_space.SPACES)
     base = apply_overrides(apply_overrides(presets.get(cfg.preset), space.fixed), list(cfg.overrides))
     trials = min(cfg.trials, _grid_size(space)) if cfg.sampler == "grid" else cfg.trials
     study = open_study(cfg, space, base.name)
-    parent_run = tune_report.mlflow_parent(cfg, study, base)
+    parent_run, outage = tune_report.mlflow_parent(cfg, study, base)
     flag = _StopFlag()
     previous = {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}
     stopped_by = "trials"
     try:
-        while True:
-            if flag.reason:
-                log.warning("%s between trials: exit %d, rerun to continue", flag.reason, EXIT_PREEMPTED)
-                return EXIT_PREEMPTED
-            trial = _orphan(study, cfg.worker_id)
-            if trial is not None:
-                log.info("resuming trial %d left running by this worker", trial.number)
-            else:
-                if cfg.budget_eur is not None and spent_eur(study) >= cfg.budget_eur:
-                    stopped_by = "budget"
-                    break
-                if len(study.get_trials(deepcopy=False)) >= trials:
-                    break
-                trial = study.ask()
-                if trial.number >= trials:  # another worker took the last slot between the check and ask()
-                    trial.set_user_attr(STOPPED, "surplus")
-                    _tell(study, trial, state=TrialState.FAIL)
-                    break
-                trial.set_user_attr(WORKER, cfg.worker_id)
-            if run_trial(cfg, study, trial, space, base, parent_run) == EXIT_PREEMPTED:
-                return EXIT_PREEMPTED
+        with tracking.study_scope(outage):  # the trials' Trackers share the study's Outage
+            while True:
+                if flag.reason:
+                    log.warning("%s between trials: exit %d, rerun to continue", flag.reason, EXIT_PREEMPTED)
+                    return EXIT_PREEMPTED
+                trial = _orphan(study, cfg.worker_id)
+                if trial is not None:
+                    log.info("resuming trial %d left running by this worker", trial.number)
+                else:
+                    if cfg.budget_eur is not None and spent_eur(study) >= cfg.budget_eur:
+                        stopped_by = "budget"
+                        break
+                    if len(study.get_trials(deepcopy=False)) >= trials:
+                        break
+                    trial = study.ask()
+                    # Another worker took the last slot between the check and ask().
+                    if trial.number >= trials:
+                        trial.set_user_attr(STOPPED, "surplus")
+                        _tell(study, trial, state=TrialState.FAIL)
+                        break
+                    trial.set_user_attr(WORKER, cfg.worker_id)
+                if run_trial(cfg, study, trial, space, base, parent_run, outage) == EXIT_PREEMPTED:
+                    return EXIT_PREEMPTED
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-    tune_report.finish(cfg, study, space, stopped_by, parent_run)
+    tune_report.finish(cfg, study, space, stopped_by, parent_run, outage)
     return EXIT_OK
 
 

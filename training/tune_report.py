@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from training import tracking
+from training.tracking import Outage
 from training.tune import COST_EUR, ELAPSED, METRIC, PRUNED_AT, STOPPED, TuneConfig
 
 log = logging.getLogger("training.tune")
@@ -146,7 +148,12 @@ def _point_to_best(cfg: TuneConfig, number: int) -> None:
 
 
 def finish(
-    cfg: TuneConfig, study: Any, space: Any, stopped_by: str, parent_run: str | None
+    cfg: TuneConfig,
+    study: Any,
+    space: Any,
+    stopped_by: str,
+    parent_run: str | None,
+    outage: Outage | None = None,
 ) -> dict[str, Any]:
     import optuna.logging
 
@@ -159,8 +166,8 @@ def finish(
     number = best_number(study)
     if number is not None:
         copy_best(cfg, number)
-    if parent_run:
-        _end_parent(parent_run, record, cfg.output)
+    if parent_run and outage is not None:
+        _end_parent(outage, parent_run, record, cfg.output)
     log.info(
         "study done (%s): best %s=%s with %s; %d trials; %.4f EUR spent",
         stopped_by,
@@ -193,13 +200,30 @@ def client() -> Any:
     return MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
 
 
-def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> str | None:
-    """The study's MLflow run (trials are its children); its id lives in the study storage for all workers."""
+def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> tuple[str | None, Outage | None]:
+    """The study's MLflow run (trials are its children; its id lives in the study storage for all workers) and the
+    study's Outage (None: untracked). A store that fails here, before the study has a trial, is a setup error
+    (exit 2); once it has trials, the study goes on untracked (training/tracking.py)."""
     if not base.mlflow or not _tracking(cfg):
-        return None
+        return None, None
+    uri = os.environ["MLFLOW_TRACKING_URI"]
+    outage = Outage(uri, "the study goes on untracked; its trials' results are in study.json")
+    tracking.bound_http_waits()
     existing = study.user_attrs.get(PARENT_RUN)
     if existing:
-        return str(existing)
+        return str(existing), outage
+    try:
+        run_id = _create_parent(cfg, study, base)
+    except tracking.store_errors() as exc:
+        if not study.get_trials(deepcopy=False):
+            raise tracking.start_error(uri, "study", exc, "tune untracked") from exc
+        outage.fail("create the study's run", exc)
+        return None, outage
+    study.set_user_attr(PARENT_RUN, run_id)
+    return run_id, outage
+
+
+def _create_parent(cfg: TuneConfig, study: Any, base: Any) -> str:
     from training import environment as env
 
     mlc = client()
@@ -212,16 +236,29 @@ def mlflow_parent(cfg: TuneConfig, study: Any, base: Any) -> str | None:
     mlc.log_param(run.info.run_id, "pruner", cfg.pruner)
     mlc.log_param(run.info.run_id, "trial_timeout_s", str(cfg.trial_timeout_s))
     mlc.log_param(run.info.run_id, "budget_eur", str(cfg.budget_eur))
-    study.set_user_attr(PARENT_RUN, run.info.run_id)
     return str(run.info.run_id)
 
 
-def _end_parent(run_id: str, record: dict[str, Any], output: Path) -> None:
+def tag_child(outage: Outage, parent_run: str, number: int) -> None:
+    """The trial's MLflow run (the one its Tracker started, known without asking the server) becomes a child of
+    the study's run. A trial that ran untracked has none: nothing is tagged (not the previous trial's run)."""
+    child = outage.run_id
+    if child is None or child == parent_run:
+        return
     mlc = client()
+    what = f"tag trial {number}'s run"
+    outage.call(what, mlc.set_tag, child, "mlflow.parentRunId", parent_run)
+    outage.call(what, mlc.set_tag, child, "optuna.trial", str(number))
+
+
+def _end_parent(outage: Outage, run_id: str, record: dict[str, Any], output: Path) -> None:
+    """After a failure (here or in a trial) the rest is skipped: the run stays RUNNING, study.json has it all."""
+    mlc = client()
+    what = "log the study's results"
     if record["best_value"] is not None:
-        mlc.log_metric(run_id, f"best_{METRIC}", record["best_value"])
-    mlc.log_metric(run_id, "spent_eur", record["budget"]["spent_eur"])
-    mlc.log_artifact(run_id, str(output / "study.json"))
+        outage.call(what, mlc.log_metric, run_id, f"best_{METRIC}", record["best_value"])
+    outage.call(what, mlc.log_metric, run_id, "spent_eur", record["budget"]["spent_eur"])
+    outage.call(what, mlc.log_artifact, run_id, str(output / "study.json"))
     for png in sorted((output / "plots").glob("*.png")):
-        mlc.log_artifact(run_id, str(png), artifact_path="plots")
-    mlc.set_terminated(run_id, "FINISHED")
+        outage.call(what, mlc.log_artifact, run_id, str(png), artifact_path="plots")
+    outage.call("end the study's run", mlc.set_terminated, run_id, "FINISHED")

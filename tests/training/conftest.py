@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,23 @@ def training_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("TRAINING_CHECKPOINT_URI", raising=False)
     monkeypatch.delenv("TRAINING_INTERRUPTION_PROVIDER", raising=False)
     return path
+
+
+@pytest.fixture(autouse=True)
+def mlflow_http_settings() -> Iterator[None]:
+    """The Tracker sets MLflow's HTTP retry variables left unset (training/tracking.py bound_http_waits) for the
+    whole process: put back as they were after each test, so that none leaks into the next."""
+    from training.environment import ENVIRONMENT_VARIABLES
+
+    saved = {
+        v.name: os.environ.get(v.name) for v in ENVIRONMENT_VARIABLES if v.name.startswith("MLFLOW_HTTP_")
+    }
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")
