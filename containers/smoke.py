@@ -146,10 +146,22 @@ def smoke_serving(ref: str, *, ready_timeout: float = 180) -> dict[str, Any]:
             return result
         cmd = list(ctr.config.get("Entrypoint") or []) + list(ctr.config.get("Cmd") or [])
         # A private network namespace with only loopback: the image's fixed ports clash with
-        # nothing on the host, and the HEALTHCHECK runs exactly as written.
+        # nothing on the host, and the HEALTHCHECK runs exactly as written. A private /dev/shm too (a mount
+        # namespace, private propagation): the chroot uses the /dev/shm it finds, and the stop below ends the
+        # python backend's stubs with Triton, before Triton removes their regions (1 MiB each, left in the host's
+        # /dev/shm on every smoke until reboot); the tmpfs goes with the namespace.
         server_cmd = " ".join(_quote(a) for a in ctr.command(cmd))
         server = subprocess.Popen(
-            ["unshare", "--net", "sh", "-c", f"ip link set lo up && exec {server_cmd}"],
+            [
+                "unshare",
+                "--net",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                f"ip link set lo up && mount -t tmpfs -o size=256m shm /dev/shm && exec {server_cmd}",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -16,6 +16,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,7 +163,16 @@ def test_training_image_runs_a_smoke_training(built: dict[str, Any]) -> None:
 
 
 def test_serving_image_answers_ready_and_infers(built: dict[str, Any]) -> None:
+    shm = Path("/dev/shm")
+    before = set(shm.glob("triton_python_backend_shm_region_*"))
     result = smoke.smoke_serving(built["serving"]["tags"][0])
+    # The image's Triton (default region names) was stopped with its stubs: nothing of it stays on the host.
+    left = [
+        p.name
+        for p in set(shm.glob("triton_python_backend_shm_region_*")) - before
+        if p.stat().st_uid == 10002
+    ]
+    assert not left, f"the smoke left shared memory in the host's /dev/shm: {left}"
     assert {"classifier", "sentiment"} <= set(result["models"])
     assert result["tritonserver"] is True  # the local base carries the real tritonserver
     assert result["label"] in ("negative", "positive")
