@@ -63,7 +63,7 @@ class Server:
     """tritonserver on the production repository; ready timeout generous for the first TensorRT build."""
 
     def __init__(self, exe: Path, repo: Path, log: Path) -> None:
-        from serving.server import free_port
+        from localservers import free_port
 
         self.exe, self.repo, self.log = exe, repo, log
         self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from localservers import stop_group
+
 # What the stages start that `make setup` cannot install: {binary on PATH: Debian package}. tritonserver comes
 # from the nvidia-pytriton wheel in .venv; Prometheus and Alertmanager (the monitor stage's alert delivery) do not.
 SYSTEM_TOOLS = {"prometheus": "prometheus", "prometheus-alertmanager": "prometheus-alertmanager"}
@@ -191,26 +193,12 @@ class Runner:
                     raise subprocess.TimeoutExpired(cmd, timeout_s)
             code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            kill_group(proc)
+            stop_group(proc)
             self.fail(f"`{shown}` ran past {timeout_s:.0f} s")
         finally:
             if proc.poll() is None:
-                kill_group(proc)
+                stop_group(proc)
         self._log.flush()
         if code not in ok_codes:
             self.fail(f"`{shown}` exited {code}")
         return code
-
-
-def kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=grace_s)

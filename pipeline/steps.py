@@ -241,19 +241,16 @@ def images(args: argparse.Namespace) -> int:
     return 0
 
 
-def _object_store(uri: str) -> bool:
-    return "://" in uri and not uri.startswith("file://")
-
-
 def promote(args: argparse.Namespace) -> int:
     from promotion.__main__ import main as promotion_main
     from promotion.registry import default_registry_uri
+    from training.retry import object_store
 
     registry = default_registry_uri()
     if _in_pod() and _file_store(registry):
         _warn_mlflow_in_pod(f"registry (model version and the {args.env} alias)", registry)
     candidate = args.candidate
-    if _object_store(args.store) and (Path(candidate) / "export" / "metadata.json").is_file():
+    if object_store(args.store) and (Path(candidate) / "export" / "metadata.json").is_file():
         # The registry version's source and the record's lineage must outlive WORK (on the cluster a volume deleted
         # with the workflow), and a tracking server refuses a version whose files are local: promote the store's
         # copy (what `images` published; content-addressed, so publishing again writes the same place).

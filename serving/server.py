@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+from localservers import free_port
 from serving.errors import PortInUseError, PortsTakenError, ServerError
 
 READY_TIMEOUT_S = 120.0
@@ -92,12 +93,6 @@ def remove_shm(workdir: Path) -> None:
     for region in SHM_DIR.glob(f"{shm_prefix(workdir)}*"):
         with contextlib.suppress(FileNotFoundError):
             region.unlink()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _check_port(host: str, port: int, role: str) -> None:

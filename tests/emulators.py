@@ -1,6 +1,6 @@
 """Object-store emulators the tests start on free loopback ports: moto's S3 server, gcp-storage-emulator and
 Azurite; each returns what to stop and the environment that points the SDKs at it. Stop the two subprocesses with
-demo.stages.kill_group (they run in their own sessions), moto's threaded server with `.stop()`.
+localservers.stop_group (they run in their own sessions), moto's threaded server with `.stop()`.
 
 Each starts through localservers.start_on_free_port: a port picked free can be taken before the server binds it,
 so a server that lost its port is started again on a fresh one."""

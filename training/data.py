@@ -99,9 +99,10 @@ def _resolve(config: DataConfig) -> tuple[str, str, str, str]:
 
 def _remote(uri: str, operation: str, fn: Any, *args: Any) -> Any:
     """Object-storage reads retried with backoff and jitter (training/retry.py); local files read once."""
-    if "://" not in uri or uri.startswith("file://"):
-        return fn(*args)
     from training import retry
+
+    if not retry.object_store(uri):
+        return fn(*args)
 
     return retry.call(uri, operation, fn, *args)
 

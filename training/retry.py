@@ -38,6 +38,11 @@ _TRANSIENT_NAMES = (
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 
 
+def object_store(uri: str) -> bool:
+    """A URL of an object store (s3://, gs://, az://, ...), not a path or a file:// URL of this machine."""
+    return "://" in uri and not uri.startswith("file://")
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors a later attempt may not see (network, timeouts, throttling, 5xx)."""
     if isinstance(exc, _PERMANENT):

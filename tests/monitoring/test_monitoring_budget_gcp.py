@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from demo.stages import kill_group
-from localservers import http_ok, start_on_free_port
+from localservers import http_ok, start_on_free_port, stop_group
 from monitoring.cli import main
 from monitoring.localstack import LocalAlerting
 from tests.monitoring.conftest import prom_lines
@@ -53,7 +52,7 @@ def pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        kill_group(proc, grace_s=15)
+        stop_group(proc, grace_s=15)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +67,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        kill_group(proc, grace_s=15)
+        stop_group(proc, grace_s=15)
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def test_the_promote_step_registers_on_the_server_the_secret_names(
     from mlflow import MlflowClient
     from promotion_fixtures import loadtest, make_candidate, mlflow_server, policy_report, write_json
 
-    from demo.stages import kill_group
+    from localservers import stop_group
     from pipeline.images import bundle_sha256
 
     pytest.importorskip("uvicorn", reason="`mlflow server` needs uvicorn (in the project's lock)")
@@ -119,7 +119,7 @@ def test_the_promote_step_registers_on_the_server_the_secret_names(
         client = MlflowClient(tracking_uri=url, registry_uri=url)
         version = client.get_model_version_by_alias("sentiment", "dev")
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
     assert version.version == "1"
     published = f"{store}/sentiment/candidates/{bundle_sha256(work / 'candidate' / 'export')[:16]}"
     assert version.source == published + "/export"  # in the bucket: outlives the workflow's volume

@@ -181,7 +181,7 @@ class RecordingDeployer:
 
 
 def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
-    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with demo.stages.kill_group.
+    """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with localservers.stop_group.
 
     Its uvicorn worker binds the port ~4 s after the start: a pick taken meanwhile is picked again."""
     proc, port = start_on_free_port(

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from promotion_fixtures import RecordingDeployer, make_candidate
 
-from demo.stages import kill_group
+from localservers import stop_group
 from promotion import promote as ops
 from promotion.config import load_config
 from promotion.evidence import load_evidence, read_bytes
@@ -42,7 +42,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     try:
         yield env
     finally:
-        kill_group(proc, grace_s=2)  # Azurite ignores SIGTERM: the 10 s default would only wait for SIGKILL
+        stop_group(proc, grace_s=2)  # Azurite ignores SIGTERM: the 10 s default would only wait for SIGKILL
 
 
 @pytest.fixture
@@ -230,7 +230,7 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(30)
     finally:
-        kill_group(holder, grace_s=1)
+        stop_group(holder, grace_s=1)
     lock = json.loads((store / "sentiment" / "environments" / "dev.lock").read_text())
 
     refused = _cli(*promote, "--deploy-command", "true", store=store)
@@ -311,6 +311,6 @@ def test_on_gcs_the_lock_is_created_with_the_generation_precondition(monkeypatch
         proxy.server_close()
         fsspec.register_implementation("gs", previous, clobber=True)
         GCSFileSystem.clear_instance_cache()
-        kill_group(proc, grace_s=5)
+        stop_group(proc, grace_s=5)
     uploads = [r for r in _RecordingProxy.seen if "/upload/" in r and "dev.lock" in r]
     assert uploads and all("ifGenerationMatch=0" in r for r in uploads), _RecordingProxy.seen

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from demo.stages import kill_group
+from localservers import stop_group
 from tests.promotion.promotion_fixtures import mlflow_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # two `mlflow server` starts: 18-26 s on 2 cores
@@ -46,5 +46,5 @@ def test_a_port_taken_between_the_pick_and_the_start_is_picked_again(
         with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
             assert response.read() == b"OK"
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
     assert "already in use" in (tmp_path / "mlflow-server.log").read_text()

@@ -22,7 +22,7 @@ from promotion_fixtures import (
     write_json,
 )
 
-from demo.stages import kill_group
+from localservers import stop_group
 from promotion import promote as ops
 from promotion.config import load_config
 from promotion.errors import RegistryError
@@ -39,7 +39,7 @@ class _RegistryDiesAfterSmoke(RecordingDeployer):
 
     def smoke(self, image: str) -> bytes | None:
         out = super().smoke(image)
-        kill_group(self.server, grace_s=20)
+        stop_group(self.server, grace_s=20)
         return out
 
 
@@ -105,7 +105,7 @@ def test_a_tracking_server_registry_local_sources_and_an_outage_after_the_deploy
                 store=store, registry=Registry(url), deployer=deployer,
             )  # fmt: skip
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
     assert [c.split()[0] for c in deployer.calls] == ["up", "smoke"], raised.value
     live = store.deployed("dev")
     assert [d.version for d in live] == ["1"]  # was: [] while version 1 served dev

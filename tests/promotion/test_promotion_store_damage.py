@@ -23,7 +23,7 @@ from promotion_fixtures import (
     mlflow_server,
 )
 
-from demo.stages import kill_group
+from localservers import stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,4 +105,4 @@ def test_rollback_to_a_version_deleted_in_the_registry_writes_nothing(
         assert (store / "m-deleted" / "environments" / "dev.json").read_text() == history
         assert client.get_model_version_by_alias("m-deleted", "dev").version == "2"
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)

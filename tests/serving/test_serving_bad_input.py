@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from localservers import free_port
 from serving.client import SentimentClient
 from serving.errors import InferenceError, UnavailableError
-from serving.server import free_port
 
 pytestmark = pytest.mark.integration
 GOOD = "thanks for the kind words"

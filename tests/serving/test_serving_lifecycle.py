@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.server import free_port
+from localservers import free_port
 from tests.serving.conftest import tritonserver_missing
 
 pytestmark = pytest.mark.integration

@@ -102,7 +102,7 @@ def test_metrics_port_taken_after_the_check_is_not_reported_ready(
     served_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Triton answers /v2/health/ready ~40 ms before it binds /metrics, then exits 1 if the bind fails.
-    from serving.server import free_port
+    from localservers import free_port
 
     # Ports the caller chose are not re-picked: the error is theirs to act on.
     server = TritonServer(served_repo, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
@@ -125,7 +125,7 @@ def test_a_picked_port_taken_meanwhile_is_picked_again(
 def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Path) -> None:
     import signal
 
-    from serving.server import free_port
+    from localservers import free_port
 
     http_port = free_port()
     proc = subprocess.Popen(

@@ -18,7 +18,7 @@ import pytest
 
 import localservers
 import tests.emulators as emulators
-from demo.stages import kill_group
+from localservers import stop_group
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def test_gcs_emulator_on_a_taken_port_is_started_again(taken: int) -> None:
         with urllib.request.urlopen(f"{endpoint}/storage/v1/b?project=test", timeout=5) as response:
             assert json.load(response)["kind"] == "storage#buckets"
     finally:
-        kill_group(proc, grace_s=10)
+        stop_group(proc, grace_s=10)
 
 
 def test_azurite_on_a_taken_port_is_started_again(taken: int, tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_azurite_on_a_taken_port_is_started_again(taken: int, tmp_path: Path) ->
             urllib.request.urlopen(f"{endpoint}?comp=list", timeout=5)
         assert answer.value.headers["x-ms-request-id"]
     finally:
-        kill_group(proc, grace_s=2)  # Azurite ignores SIGTERM
+        stop_group(proc, grace_s=2)  # Azurite ignores SIGTERM
     assert "EADDRINUSE" in (tmp_path / "azurite" / "azurite.log").read_text()
 
 

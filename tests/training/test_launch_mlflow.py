@@ -116,7 +116,7 @@ def test_the_trainer_tracks_to_the_server_the_secret_names_and_survives_its_outa
     from mlflow import MlflowClient
     from promotion_fixtures import mlflow_server
 
-    from demo.stages import kill_group
+    from localservers import stop_group
     from training.tracking import Tracker, TrackingError
 
     pytest.importorskip("uvicorn", reason="`mlflow server` needs uvicorn (in the project's lock)")
@@ -148,7 +148,7 @@ def test_the_trainer_tracks_to_the_server_the_secret_names_and_survives_its_outa
 
         second = Tracker(True, output, "sentiment")
         second.start({"preset": "gpu"})
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
         with caplog.at_level(logging.WARNING, logger="training.tracking"):
             second.metrics({"loss": 0.4}, step=2)  # was: MlflowException out of the training loop
             second.metrics({"loss": 0.3}, step=3)
@@ -162,7 +162,7 @@ def test_the_trainer_tracks_to_the_server_the_secret_names_and_survives_its_outa
             )  # a fresh run: exit 2, nothing trained
         assert Tracker(True, output, "sentiment").start({}, run_id="abc") == "abc"  # a resumed one goes on
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
         import mlflow
 
         mlflow.set_tracking_uri(None)  # process-wide: later tests in this process pick their own store

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.stages import kill_group
+from localservers import stop_group
 from tests.emulators import start_azurite, start_gcs, start_moto
 from training.errors import EXIT_OK
 
@@ -60,13 +60,13 @@ def stores(
     try:
         azurite, az_env = start_azurite(tmp_path_factory.mktemp("azurite"))
     except BaseException:
-        kill_group(gcs, grace_s=10)
+        stop_group(gcs, grace_s=10)
         raise
     try:
         yield {"gs": gcs_env, "az": az_env}
     finally:
-        kill_group(azurite, grace_s=2)  # Azurite ignores SIGTERM (measured: 10 s to the SIGKILL)
-        kill_group(gcs, grace_s=10)
+        stop_group(azurite, grace_s=2)  # Azurite ignores SIGTERM (measured: 10 s to the SIGKILL)
+        stop_group(gcs, grace_s=10)
 
 
 def _bucket(scheme: str, name: str) -> str:
@@ -168,7 +168,7 @@ def test_an_outage_is_retried_then_reported_as_storage_unavailable(
         if scheme == "s3":
             server.stop()  # type: ignore[attr-defined]
         else:
-            kill_group(server, grace_s=2)  # type: ignore[arg-type]  (Azurite ignores SIGTERM)
+            stop_group(server, grace_s=2)  # type: ignore[arg-type]  (Azurite ignores SIGTERM)
     monkeypatch.setenv("TRAINING_STORAGE_RETRY_S", "2")
     started = time.monotonic()
     with pytest.raises(StorageUnavailable) as info:

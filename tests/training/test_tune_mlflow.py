@@ -43,7 +43,7 @@ def test_a_study_finishes_untracked_when_its_mlflow_server_dies(
     from mlflow import MlflowClient
     from promotion_fixtures import mlflow_server
 
-    from demo.stages import kill_group
+    from localservers import stop_group
     from training import tune
 
     pytest.importorskip("uvicorn", reason="`mlflow server` needs uvicorn (in the project's lock)")
@@ -55,7 +55,7 @@ def test_a_study_finishes_untracked_when_its_mlflow_server_dies(
         if "runs" not in seen:  # what the server had before it died
             client = MlflowClient(tracking_uri=url)
             seen["runs"] = client.search_runs([e.experiment_id for e in client.search_experiments()])
-            kill_group(server, grace_s=20)
+            stop_group(server, grace_s=20)
 
     real_run_trial, real_report = tune.run_trial, optuna.trial.Trial.report
 
@@ -78,7 +78,7 @@ def test_a_study_finishes_untracked_when_its_mlflow_server_dies(
         rc = main(_argv(tmp_path, out))
         err = capsys.readouterr().err
     finally:
-        kill_group(server, grace_s=20)
+        stop_group(server, grace_s=20)
         mlflow.set_tracking_uri(None)  # process-wide: later tests in this process pick their own store
     assert rc == 0, err[-3000:]
     assert "Traceback" not in err
