@@ -15,16 +15,33 @@ from typing import Any
 
 _HOSTPORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
 
-# One page, not a page and a mail, for one incident: a model whose accuracy dropped pages (ModelQualityDrop),
-# and its input drift warning is the same story. Pairs are named: no alert has both severities, so a rule
-# "critical silences the warning of the same name" never applied, and "any critical silences any warning of the
-# model" would hide drift behind an unrelated serving page. tests/monitoring/test_monitoring_inhibit.py checks
-# each rule against the alerts in monitoring/rules and in a real Alertmanager.
+# One notification per incident. Pairs are named: no alert has both severities, so a rule "critical silences the
+# warning of the same name" never applied, and "any critical silences any warning of the model" would hide drift
+# behind an unrelated serving page. A source is never less severe than its target: a warning never hides a page.
+# tests/monitoring/test_monitoring_inhibit.py checks each rule against the alerts in monitoring/rules (the labels
+# their promtool tests see them carry) and in a real Alertmanager.
 INHIBIT_RULES: list[dict[str, Any]] = [
+    # A model whose accuracy dropped pages; its input drift warning is the same story.
     {
         "source_matchers": ['alertname="ModelQualityDrop"'],
         "target_matchers": ['alertname="ModelInputDrift"'],
         "equal": ["model"],
+    },
+    # Runs that keep failing leave no success: RetrainingPipelineStale follows RetrainingPipelineFailed of the same
+    # environment, one cause told twice. Stale alone is still sent (a suspended CronWorkflow, runs that never finish,
+    # no run created). A Stale with a second cause (the CronWorkflow suspended after the failure) stays hidden until
+    # the failure is fixed: the resubmitted run that succeeds resolves both, and Stale counts again from it.
+    {
+        "source_matchers": ['alertname="RetrainingPipelineFailed"'],
+        "target_matchers": ['alertname="RetrainingPipelineStale"'],
+        "equal": ["environment"],
+    },
+    # A deleted CronWorkflow whose environment still has a run by hand: Stale says "is gone", Missing says it and how
+    # to restore it.
+    {
+        "source_matchers": ['alertname="RetrainingCronWorkflowMissing"'],
+        "target_matchers": ['alertname="RetrainingPipelineStale"'],
+        "equal": ["environment"],
     },
 ]
 
@@ -43,8 +60,10 @@ def alertmanager_config(
     group_wait: str = GROUP_WAIT,
     group_interval: str = GROUP_INTERVAL,
     repeat_interval: str = REPEAT_INTERVAL,
+    require_pager: bool = True,
 ) -> dict[str, Any]:
-    """The alertmanager.yml document (a dict: dump it with yaml.safe_dump)."""
+    """The alertmanager.yml document (a dict: dump it with yaml.safe_dump). `require_pager=False`: a stack whose
+    policy allows email only (infra's dev and staging; the policy pack asks prod for a pager)."""
     if not email_to or not all("@" in a for a in email_to):
         raise ValueError(f"email_to={email_to!r}: give at least one address for warnings (name@domain)")
     if "@" not in email_from:
@@ -53,7 +72,7 @@ def alertmanager_config(
         raise ValueError(
             f"smarthost={smarthost!r}: use host:port of the SMTP relay (e.g. smtp.example.eu:587)"
         )
-    if not (pagerduty_routing_key or opsgenie_api_key):
+    if require_pager and not (pagerduty_routing_key or opsgenie_api_key):
         raise ValueError(
             "critical alerts need a pager: set pagerduty_routing_key and/or opsgenie_api_key "
             "(Pulumi secrets monitoring:pagerdutyRoutingKey / monitoring:opsgenieApiKey)"
@@ -94,19 +113,20 @@ def alertmanager_config(
             }
         )  # fmt: skip
         routes.append({"receiver": "opsgenie", "matchers": ['severity="critical"'], "continue": True})
-    # Critical alerts stop at the last pager; everything else reaches the email route. (A route that
-    # matched with `continue` counts as a match, so the parent's receiver alone would miss warnings.)
-    routes[-1]["continue"] = False
-    routes.append({"receiver": "email"})
+    route: dict[str, Any] = {
+        "receiver": "email",
+        "group_by": ["alertname", "model", "namespace"],
+        "group_wait": group_wait,
+        "group_interval": group_interval,
+        "repeat_interval": repeat_interval,
+    }
+    if routes:
+        # Critical alerts stop at the last pager; everything else reaches the email route. (A route that
+        # matched with `continue` counts as a match, so the parent's receiver alone would miss warnings.)
+        routes[-1]["continue"] = False
+        route["routes"] = [*routes, {"receiver": "email"}]
     return {
-        "route": {
-            "receiver": "email",
-            "group_by": ["alertname", "model", "namespace"],
-            "group_wait": group_wait,
-            "group_interval": group_interval,
-            "repeat_interval": repeat_interval,
-            "routes": routes,
-        },
+        "route": route,
         "inhibit_rules": copy.deepcopy(INHIBIT_RULES),
         "receivers": receivers,
     }

@@ -55,8 +55,9 @@ EXTERNAL = {
         "kube_deployment_spec_replicas",
         "kube_deployment_status_replicas_available",
     ),
-    # The Argo Workflow and CronWorkflow objects of the retraining pipeline, from kube-state-metrics' custom resource
-    # state config (infra/k8s/workflow_state.py): they survive a controller restart, unlike the controller's own gauge.
+    # The Argo Workflow, CronWorkflow and WorkflowTemplate objects of the retraining pipeline, from kube-state-metrics'
+    # custom resource state config (infra/k8s/workflow_state.py): they survive a controller restart, unlike the
+    # controller's own gauge.
     "kube-state-metrics custom resources": (
         "kube_customresource_argo_workflow_status_phase",
         "kube_customresource_argo_workflow_finished_time",
@@ -66,6 +67,9 @@ EXTERNAL = {
         "kube_customresource_argo_cronworkflow_created",
         "kube_customresource_argo_cronworkflow_last_scheduled_time",
         "kube_customresource_argo_cronworkflow_suspended",
+        # The WorkflowTemplate the stack declares beside it: present without its CronWorkflow, nothing schedules
+        # retraining (RetrainingCronWorkflowMissing; the deleted CronWorkflow took its runs' series with it).
+        "kube_customresource_argo_workflowtemplate_created",
     ),
     "dcgm-exporter": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"),
     # The retraining WorkflowTemplate's own gauge (pipeline/argo.py PIPELINE_METRIC), which Argo's controller

@@ -60,27 +60,19 @@ def dashboards(dashboards_dir: Path = DASHBOARDS_DIR) -> dict[str, str]:
 
 
 def alertmanager_document(cfg: PlatformConfig) -> dict[str, Any]:
-    """alertmanager.yml: severity routing from monitoring/alerting.py when a pager is configured; a stack
-    without one (dev, staging) sends everything to email with the same route shape."""
-    m = cfg.monitoring
-    pagerduty = m.pagerduty_routing_key.get_secret_value() if m.pagerduty_routing_key else None
-    opsgenie = m.opsgenie_api_key.get_secret_value() if m.opsgenie_api_key else None
-    emails = list(cfg.alert_emails)
-    if pagerduty or opsgenie:
-        from monitoring.alerting import alertmanager_config
+    """alertmanager.yml from monitoring/alerting.py: severity routing to the pagers configured; a stack without
+    one (dev, staging) sends everything to email, with the same grouping and inhibit rules."""
+    from monitoring.alerting import alertmanager_config
 
-        return alertmanager_config(
-            pagerduty_routing_key=pagerduty,
-            opsgenie_api_key=opsgenie,
-            email_to=emails,
-            email_from=m.email_from,
-            smarthost=m.smarthost,
-        )
-    email = {"to": ", ".join(emails), "from": m.email_from, "smarthost": m.smarthost, "send_resolved": True}
-    return {
-        "route": {"receiver": "email", "group_by": ["alertname", "model", "namespace"]},
-        "receivers": [{"name": "email", "email_configs": [email]}],
-    }
+    m = cfg.monitoring
+    return alertmanager_config(
+        pagerduty_routing_key=m.pagerduty_routing_key.get_secret_value() if m.pagerduty_routing_key else None,
+        opsgenie_api_key=m.opsgenie_api_key.get_secret_value() if m.opsgenie_api_key else None,
+        email_to=list(cfg.alert_emails),
+        email_from=m.email_from,
+        smarthost=m.smarthost,
+        require_pager=False,
+    )
 
 
 def receiver_annotations(cfg: PlatformConfig) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The retraining pipeline's state as kube-state-metrics series, read from the Argo Workflow and CronWorkflow objects.
+"""The retraining pipeline's state as kube-state-metrics series, read from the Argo Workflow, CronWorkflow and
+WorkflowTemplate objects.
 
 Why not Argo's own metrics: the controller keeps custom metrics in memory, so after a controller restart (a node
 drain, an upgrade, an eviction) the last run's outcome is gone until the next run, and a failure before the restart
@@ -27,9 +28,16 @@ and per CronWorkflow (resource-level labels `name`, `namespace`, `workflow_templ
   once it has created a run, so a schedule that creates none leaves it old; absent until the first run)
 - `kube_customresource_argo_cronworkflow_suspended` (1 while `spec.suspend` is true, 0 otherwise, also when unset)
 
+and per WorkflowTemplate (resource-level labels `name`, `namespace`):
+
+- `kube_customresource_argo_workflowtemplate_created` (seconds since the epoch of `metadata.creationTimestamp`)
+
 A CronWorkflow that creates no run (suspended, its WorkflowTemplate gone, a spec the controller refuses, every run
 skipped behind a hung one by `concurrencyPolicy: Forbid`, the controller down) leaves no Workflow to read:
-RetrainingPipelineStale counts from the last successful run, or from the CronWorkflow's creation, instead.
+RetrainingPipelineStale counts from the last successful run, or from the CronWorkflow's creation, instead. A deleted
+CronWorkflow takes the runs it created with it (their ownerReferences) and leaves no series at all: the stack's
+WorkflowTemplate of the same name stays, and RetrainingCronWorkflowMissing fires on a template without its
+CronWorkflow.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ARGO_GROUP, ARGO_VERSION, WORKFLOW_KIND, CRON_KIND = "argoproj.io", "v1alpha1", "Workflow", "CronWorkflow"
+TEMPLATE_KIND = "WorkflowTemplate"
 METRIC_PREFIX = "kube_customresource"
 # Argo's WorkflowPhase values (pkg/apis/workflow/v1alpha1/workflow_types.go); "" (not yet seen) gives no series.
 WORKFLOW_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Error")
@@ -64,6 +73,13 @@ CRON_LABELS: Mapping[str, list[str]] = {
     "namespace": ["metadata", "namespace"],
     "workflow_template": ["spec", "workflowSpec", "workflowTemplateRef", "name"],
 }
+TEMPLATE_CREATED = "argo_workflowtemplate_created"
+# No `workflow_template`: a template is one. The stack gives its CronWorkflow the template's name (pipeline/argo.py),
+# and RetrainingCronWorkflowMissing joins the two kinds on `name`.
+TEMPLATE_LABELS: Mapping[str, list[str]] = {
+    "name": ["metadata", "name"],
+    "namespace": ["metadata", "namespace"],
+}
 NODE_LABELS: Mapping[str, list[str]] = {
     "template_name": ["templateName"],
     "node_type": ["type"],
@@ -78,7 +94,11 @@ RBAC_RULES: tuple[Mapping[str, Any], ...] = (
         "resources": ["customresourcedefinitions"],
         "verbs": ["list", "watch"],
     },
-    {"apiGroups": [ARGO_GROUP], "resources": ["workflows", "cronworkflows"], "verbs": ["list", "watch"]},
+    {
+        "apiGroups": [ARGO_GROUP],
+        "resources": ["workflows", "cronworkflows", "workflowtemplates"],
+        "verbs": ["list", "watch"],
+    },
 )
 
 
@@ -152,6 +172,17 @@ def custom_resource_state_config() -> dict[str, Any]:
                         },
                     ],
                 },
+                {
+                    "groupVersionKind": {"group": ARGO_GROUP, "version": ARGO_VERSION, "kind": TEMPLATE_KIND},
+                    "labelsFromPath": {k: list(v) for k, v in TEMPLATE_LABELS.items()},
+                    "metrics": [
+                        {
+                            "name": TEMPLATE_CREATED,
+                            "help": "When the Argo WorkflowTemplate was created (seconds since the epoch).",
+                            "each": {"type": "Gauge", "gauge": {"path": ["metadata", "creationTimestamp"]}},
+                        },
+                    ],
+                },
             ]
         },
     }
@@ -168,11 +199,12 @@ def metric_labels() -> dict[str, set[str]]:
             f"{METRIC_PREFIX}_{m}": set(GVK_LABELS) | set(CRON_LABELS)
             for m in (CRON_CREATED, CRON_LAST_SCHEDULED, CRON_SUSPENDED)
         },
+        f"{METRIC_PREFIX}_{TEMPLATE_CREATED}": set(GVK_LABELS) | set(TEMPLATE_LABELS),
     }
 
 
 def kube_state_metrics_values() -> dict[str, Any]:
-    """The prometheus chart's `kube-state-metrics` subchart values that add the Workflow and CronWorkflow series."""
+    """The prometheus chart's `kube-state-metrics` subchart values that add the Argo objects' series."""
     return {
         # The chart's default, stated: every kube_* series of the rules comes from it.
         "enabled": True,

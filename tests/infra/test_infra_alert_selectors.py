@@ -28,6 +28,8 @@ KSM = {
     "kube_customresource_argo_workflow_": ("WorkflowTemplate", "workflow_template"),
     # The CronWorkflow that creates those runs, by its own name.
     "kube_customresource_argo_cronworkflow_": ("CronWorkflow", "name"),
+    # The stack's WorkflowTemplate itself, by its own name (the alert for a CronWorkflow deleted beside it).
+    "kube_customresource_argo_workflowtemplate_": ("WorkflowTemplate", "name"),
 }
 SELECTOR = re.compile(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
@@ -124,6 +126,10 @@ def test_every_kube_state_metrics_selector_names_objects_of_the_stack(
         (
             'cronworkflow_created{namespace="training",name=~"retrain-.+"}',
             'cronworkflow_created{namespace="training",name=~"retrain_.+"}',
+        ),
+        (
+            'workflowtemplate_created{namespace="training",name=~"retrain-.+"}',
+            'workflowtemplate_created{namespace="training",name=~"retraining-.+"}',
         ),
         # In an annotation's query only.
         (

@@ -274,3 +274,49 @@ def test_staging_and_prod_pin_alertmanager_by_digest(plans: dict[str, Plan]) -> 
         "spec"
     ]["containers"][0]["image"]
     assert image == "quay.io/prometheus/alertmanager:v0.28.1@sha256:" + "0" * 64
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stack", ["dev", "prod"], ids=["email-only", "with-pagers"])
+def test_every_stacks_alertmanager_silences_what_the_inhibit_rules_say(stack: str, tmp_path: Path) -> None:
+    """The stack's own alertmanager.yml in a real Alertmanager: a failing retraining pipeline sends one
+    notification, not Failed and Stale (the email-only stacks once had no inhibit rules at all)."""
+    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+    if binary is None:
+        pytest.skip("Alertmanager is missing: apt-get install prometheus-alertmanager")
+    import datetime as dt
+    import urllib.request
+
+    from test_infra_config import raw
+
+    from infra.k8s import monitoring
+    from localservers import http_ok, start_on_free_port, stop_group
+
+    values = copy.deepcopy(raw(stack))
+    if stack == "prod":  # placeholders only: real keys live in the stack's encrypted config
+        values["monitoring"] = {
+            **values.get("monitoring", {}),
+            "pagerdutyRoutingKey": "placeholder-routing-key",
+        }
+    document = monitoring.alertmanager_document(config.parse(values, stack=stack))
+    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(document))
+    proc, port = start_on_free_port(
+        lambda port: [binary, f"--config.file={tmp_path / 'alertmanager.yml'}",
+                      f"--storage.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                      "--cluster.listen-address="],
+        tmp_path / "alertmanager.log", "alertmanager", http_ok("/-/ready"),
+    )  # fmt: skip
+    try:
+        api = f"http://127.0.0.1:{port}/api/v2/alerts"
+        now = dt.datetime.now(dt.UTC).isoformat()
+        labels = {"severity": "warning", "owner": "ml", "environment": "dev"}
+        alerts = [{"labels": {"alertname": name, **labels}, "startsAt": now}
+                  for name in ("RetrainingPipelineFailed", "RetrainingPipelineStale")]  # fmt: skip
+        body = json.dumps(alerts).encode()
+        post = urllib.request.Request(api, body, {"Content-Type": "application/json"}, method="POST")
+        urllib.request.urlopen(post, timeout=5).close()  # noqa: S310 (loopback)
+        with urllib.request.urlopen(api, timeout=5) as got:  # noqa: S310 (loopback)
+            state = {a["labels"]["alertname"]: a["status"]["state"] for a in json.load(got)}
+    finally:
+        stop_group(proc)
+    assert state == {"RetrainingPipelineFailed": "active", "RetrainingPipelineStale": "suppressed"}

@@ -1,13 +1,13 @@
-"""kube-state-metrics reads the retraining pipeline's Argo Workflows and CronWorkflows (infra/k8s/workflow_state.py),
-and the alerts read exactly the series that config produces.
+"""kube-state-metrics reads the retraining pipeline's Argo Workflows, CronWorkflows and WorkflowTemplates
+(infra/k8s/workflow_state.py), and the alerts read exactly the series that config produces.
 
 Checked without a cluster: every stack's rendered prometheus chart values carry the config and the RBAC rules; the
 config is held to the structure kube-state-metrics decodes (pkg/customresourcestate config.go and
 config_metrics_types.go: KSM decodes YAML leniently, so a misspelt key would be ignored in silence, not refused); its
-paths are fields of Argo's own Workflow and CronWorkflow schemas (hera's models, generated from argo-workflows
-4.0.5's JSON schema); a Workflow and a CronWorkflow as the controller writes them, run through the config with KSM's
-documented semantics, give the series names and labels that the promtool tests feed the rules; and every such
-selector in the rules (and in their annotations' queries) names labels those series have.
+paths are fields of Argo's own Workflow, CronWorkflow and WorkflowTemplate schemas (hera's models, generated from
+argo-workflows 4.0.5's JSON schema); a Workflow, a CronWorkflow and a WorkflowTemplate as the cluster holds them, run
+through the config with KSM's documented semantics, give the series names and labels that the promtool tests feed the
+rules; and every such selector in the rules (and in their annotations' queries) names labels those series have.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from test_infra_alert_selectors import MATCHER, SELECTOR, expressions, unmatched
 from infra.k8s import workflow_state as ws
 from infra.k8s.monitoring import PUSHGATEWAY_URL
 from pipeline import argo as render
+from pipeline import dag
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE_TESTS = sorted((ROOT / "tests" / "monitoring" / "rules").glob("*.test.yaml"))
@@ -196,6 +197,16 @@ def cron_workflow(*, suspend: bool | None, scheduled: bool) -> dict[str, Any]:
     return doc
 
 
+def workflow_template() -> dict[str, Any]:
+    """The rendered WorkflowTemplate as the API server keeps it, checked against Argo's schema."""
+    doc = render.workflow_template(
+        training_image="reg.example/mlp/training@sha256:" + "1" * 64, environment="dev", params=dag.Params()
+    )
+    doc["metadata"]["creationTimestamp"] = "2026-12-01T10:00:00Z"
+    hera.WorkflowTemplate.model_validate(doc)
+    return doc
+
+
 def prometheus_values(plan: Plan) -> dict[str, Any]:
     (release,) = [
         r["inputs"] for r in plan.iter_custom()
@@ -215,6 +226,7 @@ def test_every_stack_gives_kube_state_metrics_the_workflow_config_and_may_read_w
     for group, resource in (
         ("argoproj.io", "workflows"),
         ("argoproj.io", "cronworkflows"),
+        ("argoproj.io", "workflowtemplates"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
     ):
         assert any(group in r["apiGroups"] and resource in r["resources"] and {"list", "watch"} <= set(r["verbs"])
@@ -228,7 +240,7 @@ def test_the_config_has_the_structure_kube_state_metrics_decodes() -> None:
     assert config_problems(config) == []
     gvks = [res["groupVersionKind"] for res in config["spec"]["resources"]]
     assert {f"{g['group']}/{g['version']}" for g in gvks} == {render.API_VERSION}
-    assert [g["kind"] for g in gvks] == ["Workflow", "CronWorkflow"]
+    assert [g["kind"] for g in gvks] == ["Workflow", "CronWorkflow", "WorkflowTemplate"]
     # KSM lists a kind by its plural (lower-cased kind + "s" unless resourcePlural says otherwise): what RBAC grants.
     granted = {r for rule in ws.RBAC_RULES if ws.ARGO_GROUP in rule["apiGroups"] for r in rule["resources"]}
     assert {g["kind"].lower() + "s" for g in gvks} <= granted
@@ -269,7 +281,7 @@ def test_every_path_is_a_field_of_argos_workflow_schema() -> None:
             if getattr(model, "__origin__", None) is dict:
                 model = model.__args__[1]  # a map (status.nodes): what follows is per element
 
-    models = {"Workflow": hera.Workflow, "CronWorkflow": hera.CronWorkflow}
+    models = {kind: getattr(hera, kind) for kind in ("Workflow", "CronWorkflow", "WorkflowTemplate")}
     for res in ws.custom_resource_state_config()["spec"]["resources"]:
         model = models[res["groupVersionKind"]["kind"]]
         for p in res["labelsFromPath"].values():
@@ -286,7 +298,8 @@ def test_a_workflow_gives_the_series_the_rule_tests_feed_the_rules() -> None:
     running = ksm_series(config, workflow("retrain-dev-1", phase="Running", finished=False))
     failed = ksm_series(config, workflow("retrain-dev-2", phase="Failed", finished=True))
     cron = ksm_series(config, cron_workflow(suspend=None, scheduled=True))
-    made = {name: set(labels) for name, labels, _ in running + failed + cron}
+    template = ksm_series(config, workflow_template())
+    made = {name: set(labels) for name, labels, _ in running + failed + cron + template}
     assert made == ws.metric_labels()
     # No finish time while the run goes on; the phase is a StateSet with the current phase at 1.
     assert {n for n, _, _ in running} == {
@@ -302,6 +315,10 @@ def test_a_workflow_gives_the_series_the_rule_tests_feed_the_rules() -> None:
     assert (node["template_name"], node["node_type"], node["node_phase"]) == ("train", "Pod", "Running")
     # The CronWorkflow's series carry the template its runs use, under the Workflow series' label name.
     assert {labels["workflow_template"] for n, labels, _ in cron} == {render.template_name("dev")}
+    # The WorkflowTemplate's creation, under its CronWorkflow's name: RetrainingCronWorkflowMissing joins them on it.
+    ((_, labels, created),) = template
+    assert created == dt.datetime(2026, 12, 1, 10, tzinfo=dt.UTC).timestamp()
+    assert {c["name"] for _, c, _ in cron} == {labels["name"]} == {render.template_name("dev")}
     # The promtool tests feed series of exactly that shape.
     fed = [
         series["series"]
