@@ -1,6 +1,8 @@
 """The API server's validation of each kind of object this repository declares or renders, on top of the OpenAPI
 schema (kubernetes-validate): `api_errors(obj)` returns the HTTP 422 messages (and, for pods in a namespace that
-enforces Pod Security "restricted", the admission's 403 reasons); `assert_accepted(objs)` fails with all of them.
+enforces Pod Security "restricted", the admission's 403 reasons); `assert_accepted(objs)` fails with all of them,
+and with the keys of a ConfigMap or Secret among `objs` that a pod's envFrom takes and the kubelet would skip
+(tests/k8s_api/env.py).
 
 Every object: `ValidateObjectMeta` with the kind's name rule (tests/k8s_api/names.py); its own fields
 (tests/k8s_api/kinds.py, batch.py); every pod it makes (tests/k8s_api/pod.py), with the template restartPolicy its
@@ -16,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Set
 from typing import Any
 
+from tests.k8s_api import env, pod
 from tests.k8s_api import names as n
-from tests.k8s_api import pod
 from tests.k8s_api.kinds import CHECKS
 
 CLUSTER_SCOPED = {"Namespace", "StorageClass", "ClusterRole", "ClusterRoleBinding"}
@@ -60,8 +62,21 @@ def assert_accepted(
     """Fail with every message the API server would answer; returns how many objects were checked."""
     found = list(objects(objs))
     errors = [e for o in found for e in api_errors(o, restricted, executor)]
-    assert not errors, "the API server would refuse these objects:\n" + "\n".join(errors)
+    errors += env.skipped_keys(_pods(found), found)
+    assert not errors, "the API server would refuse these objects (or the kubelet drop):\n" + "\n".join(
+        errors
+    )
     return len(found)
+
+
+def _pods(found: list[dict[str, Any]]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(where, namespace, pod spec) of every pod the objects make."""
+    for o in found:
+        meta = o.get("metadata") or {}
+        if n.known(o.get("spec")) and n.known(meta):
+            namespace = meta.get("namespace", "")
+            for path, _, spec, _ in pod_templates(o, None):
+                yield f"{o.get('kind')} {namespace}/{meta.get('name')}: {path}.spec", namespace, spec
 
 
 def objects(value: Any) -> Iterator[dict[str, Any]]:

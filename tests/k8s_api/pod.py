@@ -2,9 +2,9 @@
 the Pod Security "restricted" profile its admission enforces in namespaces labelled for it.
 
 Ported from kubernetes/kubernetes `pkg/apis/core/validation/validation.go`: `ValidatePodSpec`, `validateContainers`
-(`validateContainerCommon`: names, image, `validateContainerPorts`, `ValidateEnv`, `ValidateVolumeMounts`,
-`ValidateContainerResourceRequirements`, `validateProbe` + `validateLivenessProbe`/`validateStartupProbe`/
-`validateReadinessProbe`), `ValidateVolumes`, `validateRestartPolicy`, `ValidateTolerations`,
+(`validateContainerCommon`: names, image, `validateContainerPorts`, `ValidateEnv` and `ValidateEnvFrom` in
+tests/k8s_api/env.py, `ValidateVolumeMounts`, `ValidateContainerResourceRequirements`, `validateProbe` +
+`validateLivenessProbe`/`validateStartupProbe`/`validateReadinessProbe`), `ValidateVolumes`, `validateRestartPolicy`, `ValidateTolerations`,
 `validateTopologySpreadConstraints`, `validatePodSpecSecurityContext`, `ValidateSecurityContext`; and from
 `staging/src/k8s.io/pod-security-admission/policy/check_*.go` (restricted: `check_allowPrivilegeEscalation.go`,
 `check_capabilities_restricted.go`, `check_runAsNonRoot.go`, `check_runAsUser.go`,
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.k8s_api import env
 from tests.k8s_api import names as n
 
 RESTART_POLICIES = {"Always", "OnFailure", "Never"}
@@ -109,7 +110,8 @@ def container_errors(c: dict[str, Any], path: str, volumes: set[str], probes: bo
             errors += [f"{at}.hostPort: {e}" for e in n.port_num(p["hostPort"], low=0)]
         if p.get("protocol", "TCP") not in PROTOCOLS:
             errors.append(f"{at}.protocol: Unsupported value: {p['protocol']!r}")
-    errors += _env_errors(c.get("env") or [], f"{path}.env")
+    errors += env.env_errors(c.get("env") or [], f"{path}.env")
+    errors += env.env_from_errors(c.get("envFrom") or [], f"{path}.envFrom")
     mounts: set[str] = set()
     for i, m in enumerate(c.get("volumeMounts") or []):
         at = f"{path}.volumeMounts[{i}]"
@@ -131,33 +133,6 @@ def container_errors(c: dict[str, Any], path: str, volumes: set[str], probes: bo
                 errors.append(f"{path}.{kind}: Forbidden: may not be set for init containers")
             errors += _probe_errors(c[kind], f"{path}.{kind}", kind)
     return errors + _security_context_errors(c.get("securityContext") or {}, f"{path}.securityContext")
-
-
-def _env_errors(env: list[dict[str, Any]], path: str) -> list[str]:
-    errors: list[str] = []
-    for i, e in enumerate(env):
-        at = f"{path}[{i}]"
-        errors += [
-            f"{at}.name: Invalid value: {e.get('name')!r}: {m}" for m in n.env_var_name(e.get("name", ""))
-        ]
-        source = e.get("valueFrom")
-        if source is None:
-            continue
-        if e.get("value"):
-            errors.append(f"{at}.valueFrom: Invalid value: may not be specified when `value` is not empty")
-        if len(source) != 1:
-            errors.append(
-                f"{at}.valueFrom: Invalid value: may not have more than one field specified at a time"
-            )
-        for ref in ("secretKeyRef", "configMapKeyRef"):
-            if ref in source:
-                key, name = source[ref].get("key", ""), source[ref].get("name", "")
-                errors += [f"{at}.valueFrom.{ref}.key: {m}" for m in n.config_map_key(key)]
-                errors += [
-                    f"{at}.valueFrom.{ref}.name: Invalid value: {name!r}: {m}"
-                    for m in n.dns1123_subdomain(name)
-                ]
-    return errors
 
 
 def resources_errors(resources: dict[str, Any], path: str) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,56 +11,82 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import pick_first
+from tests.training.picked_ports import held_port, start_store_host, stop_tree
 from training.errors import EXIT_PREEMPTED
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+def _sigterm_in_the_rendezvous(tmp_path: Path) -> int:
+    """A 2-node rendezvous with no peer (the GPU pool still scaling up): torchrun has no handler yet. Returns the
+    port node 0 hosted the rendezvous store on."""
+    log = tmp_path / "node0.log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+
+    def node0(port: int) -> subprocess.Popen:
+        cmd = [
+            sys.executable,
+            "-m",
+            "training.elastic",
+            "--nnodes=2",
+            "--nproc_per_node=1",
+            "--rdzv_backend=c10d",
+        ]
+        cmd += [f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=wait", "--rdzv_conf=join_timeout=120"]
+        cmd += [
+            "--max_restarts=0",
+            "-m",
+            "training",
+            "train",
+            "--preset",
+            "smoke",
+            "--output",
+            str(tmp_path / "o"),
+        ]
+        with log.open("ab") as out:
+            return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    # Node 0 hosts the rendezvous store (its endpoint is local): listening there, it now waits for node 1.
+    proc, port = start_store_host(node0, log)
+    try:
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        stop_tree(proc)
+    out = log.read_text(errors="replace")
+    assert proc.returncode == EXIT_PREEMPTED, (
+        f"SIGTERM in the rendezvous gave {proc.returncode}:\n{out[-3000:]}"
+    )
+    return port
 
 
 @pytest.mark.integration
 def test_sigterm_during_the_rendezvous_wait_exits_75(tmp_path: Path) -> None:
-    """A 2-node rendezvous with no peer (the GPU pool still scaling up): torchrun has no handler yet."""
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "training.elastic",
-        "--nnodes=2",
-        "--nproc_per_node=1",
-        "--rdzv_backend=c10d",
-    ]
-    cmd += [f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=wait", "--rdzv_conf=join_timeout=120"]
-    cmd += [
-        "--max_restarts=0",
-        "-m",
-        "training",
-        "train",
-        "--preset",
-        "smoke",
-        "--output",
-        str(tmp_path / "o"),
-    ]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen(
-        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not _listening(port):  # node 0 hosts the rendezvous store: it is now waiting for node 1
-            assert proc.poll() is None, proc.communicate()[0][-2000:]
-            assert time.monotonic() < deadline, "the rendezvous store never started"
-            time.sleep(0.2)
-        time.sleep(1)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == EXIT_PREEMPTED, (
-        f"SIGTERM in the rendezvous gave {proc.returncode}:\n{out[-3000:]}"
-    )
+    _sigterm_in_the_rendezvous(tmp_path)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("holder", ["taken", "stranger"])
+def test_a_rendezvous_port_another_process_took_is_replaced(
+    holder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The first pick is held by a listener that never answers (torchrun waited on it silently, for good) or by
+    another test's HTTP server (torchrun became its client): the run goes on from a fresh pick, node 0 hosting."""
+    taken = request.getfixturevalue(holder)  # `taken` is handed out first by its fixture
+    if holder == "stranger":
+        pick_first(monkeypatch, taken)
+    assert _sigterm_in_the_rendezvous(tmp_path) != taken
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_rendezvous_port_bound_without_a_listener_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outgoing connection's ephemeral port (bound, refusing): torchrun says so only after its 60 s connect
+    timeout; the run before gave up after 60 s with "the rendezvous store never started"."""
+    with held_port() as taken:
+        pick_first(monkeypatch, taken)
+        assert _sigterm_in_the_rendezvous(tmp_path) != taken

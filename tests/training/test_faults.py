@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import free_port
 from tests.emulators import MotoServer
+from tests.training.picked_ports import held_port, run_on_fresh_port, start_store_host
 from training.errors import EXIT_OK, EXIT_PREEMPTED, EXIT_STORAGE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,20 +103,19 @@ def _pod(index: int, port: int, tmp: Path) -> subprocess.Popen:
         "epochs=40",
         "checkpoint.every_steps=5",
     ]
-    log = open(tmp / f"pod{index}.log", "w")  # noqa: SIM115 (closed with the process)
-    return subprocess.Popen(
-        cmd, cwd=tmp, env=_env(TRAINING_PG_TIMEOUT_S="30"), stdout=log, stderr=subprocess.STDOUT
-    )
+    with open(tmp / f"pod{index}.log", "ab") as log:
+        return subprocess.Popen(
+            cmd, cwd=tmp, env=_env(TRAINING_PG_TIMEOUT_S="30"), stdout=log, stderr=subprocess.STDOUT
+        )
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("victim", [1, 0], ids=["worker-pod-lost", "rendezvous-host-pod-lost"])
 def test_losing_a_pod_ends_every_surviving_pod_in_75(tmp_path: Path, victim: int) -> None:
-    port = free_port()
-    pods = [_pod(0, port, tmp_path)]
-    time.sleep(1.0)  # pod 0 hosts the c10d store (its endpoint is local)
-    pods.append(_pod(1, port, tmp_path))
+    # Pod 0 hosts the c10d store (its endpoint is local): pod 1 starts once it listens, else pod 1 could host it.
+    pod0, port = start_store_host(lambda p: _pod(0, p, tmp_path), tmp_path / "pod0.log")
+    pods = [pod0, _pod(1, port, tmp_path)]
     try:
         _wait(lambda: (tmp_path / "ckpt" / "step-000000010" / "MANIFEST.json").exists(), pods, "checkpoint")
         _kill_tree(pods[victim].pid)
@@ -135,19 +134,48 @@ def test_losing_a_pod_ends_every_surviving_pod_in_75(tmp_path: Path, victim: int
 def test_a_peer_lost_before_the_process_group_forms_exits_75(tmp_path: Path, rank: int) -> None:
     """Between torchrun's rendezvous and init_process_group's own barrier a spot node can go: rank 0 then waits
     for a client that never comes, the others for a store host that is gone. Exit 1 here failed the Job."""
+    _peer_lost_before_the_process_group(tmp_path, rank)
+
+
+@pytest.mark.integration
+def test_a_store_port_another_process_took_is_replaced(tmp_path: Path, taken: int) -> None:
+    """Rank 0 on a port another process holds fails to bind its store and exits 75 at once ("EADDRINUSE"): the
+    test before passed on that exit without staging the lost peer at all."""
+    assert _peer_lost_before_the_process_group(tmp_path, 0) != taken
+
+
+def _peer_lost_before_the_process_group(tmp_path: Path, rank: int) -> int:
+    """Runs `rank` of a 2-process group alone; returns MASTER_PORT."""
     env = _env(
         RANK=str(rank),
         LOCAL_RANK="0",
         WORLD_SIZE="2",
         LOCAL_WORLD_SIZE="1",
         MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(free_port()),  # nothing listens there: the peer (or the store host) is gone
         TRAINING_PG_TIMEOUT_S="3",
     )
     cmd = [*TRAIN, "--output", str(tmp_path / "run"), "export=false", "mlflow=false"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    def run(port: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            cmd,
+            cwd=tmp_path,
+            env={**env, "MASTER_PORT": str(port)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    if rank == 0:  # rank 0 hosts the store on MASTER_PORT: a port another process took is picked again
+        proc, port = run_on_fresh_port(run)
+        # The case staged, not the lost port (it exits 75 too, at once): rank 0 waited for its peer.
+        assert "1/2 clients joined" in proc.stderr, proc.stderr[-3000:]
+    else:
+        with held_port() as port:  # nothing listens there (the store host is gone), and nothing else can
+            proc = run(port)
     assert proc.returncode == EXIT_PREEMPTED, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "exiting 75 so the job reschedules" in proc.stderr
+    return port
 
 
 # --------------------------------------------------------------------------- the object store goes away

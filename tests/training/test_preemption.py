@@ -106,26 +106,28 @@ def test_aws_uses_an_imdsv2_token(metadata: FakeMetadata) -> None:
 
 
 def test_unreachable_endpoint_is_no_notice() -> None:
-    from tests.conftest import free_port
+    from tests.training.picked_ports import held_port
 
-    dead = f"http://127.0.0.1:{free_port()}"
-    for provider in ("aws", "gcp", "azure"):
-        notice = preemption.notice_for(provider, dead)
-        assert notice is not None and notice.poll() is None
+    with held_port() as port:  # refuses connections, and no other process can listen there meanwhile
+        dead = f"http://127.0.0.1:{port}"
+        for provider in ("aws", "gcp", "azure"):
+            notice = preemption.notice_for(provider, dead)
+            assert notice is not None and notice.poll() is None
 
 
 def test_unreachable_endpoint_is_logged_once_not_every_poll(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from tests.conftest import free_port
+    from tests.training.picked_ports import held_port
 
-    dead = f"http://127.0.0.1:{free_port()}"
     caplog.set_level(logging.WARNING, logger=preemption.__name__)
-    for provider in ("aws", "gcp", "azure"):
-        notice = preemption.notice_for(provider, dead)
-        assert notice is not None
-        for _ in range(4):
-            assert notice.poll() is None
+    with held_port() as port:
+        dead = f"http://127.0.0.1:{port}"
+        for provider in ("aws", "gcp", "azure"):
+            notice = preemption.notice_for(provider, dead)
+            assert notice is not None
+            for _ in range(4):
+                assert notice.poll() is None
     lines = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
     assert len(lines) == 3, lines  # one per watcher, not one per poll
     assert all(dead in line and "SIGTERM only" in line for line in lines)

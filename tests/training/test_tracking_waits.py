@@ -123,11 +123,13 @@ def silent_listener() -> Iterator[str]:
 
 
 @pytest.fixture
-def refused() -> str:
-    """A port nobody listens on: each attempt fails at once, the backoff is the whole wait."""
-    from localservers import free_port
+def refused() -> Iterator[str]:
+    """A port nobody listens on (held by the test, so no other process can start to): each attempt fails at once,
+    the backoff is the whole wait."""
+    from tests.training.picked_ports import held_port
 
-    return f"http://127.0.0.1:{free_port()}"
+    with held_port() as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def _timed_start(tracker: Tracker, limit_s: float, **kwargs: object) -> tuple[float, object]:

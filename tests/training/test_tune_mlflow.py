@@ -101,13 +101,14 @@ def test_a_study_finishes_untracked_when_its_mlflow_server_dies(
 def test_a_study_started_against_a_dead_server_is_a_setup_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from localservers import free_port
+    from tests.training.picked_ports import held_port
 
-    url = f"http://127.0.0.1:{free_port()}"  # nobody listens: the Secret names a server that is down
-    monkeypatch.setenv("TRAINING_MLFLOW", "1")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
     out = tmp_path / "study"
-    assert main(_argv(tmp_path, out)) == 2
+    with held_port() as port:  # nobody listens: the Secret names a server that is down
+        url = f"http://127.0.0.1:{port}"
+        monkeypatch.setenv("TRAINING_MLFLOW", "1")
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+        assert main(_argv(tmp_path, out)) == 2
     err = capsys.readouterr().err
     assert f"error: MLflow tracking store {url} failed at the start of the study" in err, err[-3000:]
     assert "Secret `mlflow`" in err and "TRAINING_MLFLOW=0" in err

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
 from tests.emulators import MotoServer
+from tests.training.picked_ports import held_port
 from tests.training.test_tune import ROOT, _cli, lr_space
 from training.errors import EXIT_STORAGE
 
@@ -25,31 +25,32 @@ from training.errors import EXIT_STORAGE
 def test_store_outage_leaves_the_trial_running_for_the_rerun(tmp_path: Path) -> None:
     import boto3
 
-    port = free_port()  # nothing listens there during the first run: the outage
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "TRAINING_MLFLOW": "0",
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "eu-south-2",
-        "TRAINING_STORAGE_RETRY_S": "2",
-        "AWS_MAX_ATTEMPTS": "1",
-    }
     out = tmp_path / "study"
     cmd = _cli(out, lr_space(tmp_path, [3e-3], epochs="1"), "--trials", "1", "--trial-timeout", "120")
     cmd += ["--worker", "w0", "--checkpoint-uri", "s3://tune-ckpt/study"]
-
-    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    # The outage: nothing listens there during the first run, and no other process can start to meanwhile.
+    with held_port() as port:
+        endpoint = f"http://127.0.0.1:{port}"
+        env = {
+            **os.environ,
+            "TRAINING_MLFLOW": "0",
+            "AWS_ENDPOINT_URL_S3": endpoint,
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "eu-south-2",
+            "TRAINING_STORAGE_RETRY_S": "2",
+            "AWS_MAX_ATTEMPTS": "1",
+        }
+        first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert first.returncode == EXIT_STORAGE, first.stdout + first.stderr[-3000:]
     assert "Traceback" not in first.stderr, first.stderr[-3000:]
     with sqlite3.connect(out / "study.db") as db:
         states = db.execute("SELECT number, state FROM trials").fetchall()
     assert states == [(0, "RUNNING")], states  # not FAIL: the rerun must find it
 
-    server = MotoServer(port)  # raises if the port was taken meanwhile (ThreadedMotoServer waited forever)
+    # Released just before: MotoServer raises if another process took it in between (ThreadedMotoServer waited).
+    server = MotoServer(port)
     try:
         boto3.client(
             "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing"
