@@ -44,6 +44,22 @@ def pod_exit_code(worker_codes: Iterable[int]) -> int:
     return code if code not in (EXIT_OK, EXIT_PREEMPTED) else EXIT_FAILED
 
 
+def causes(exc: BaseException) -> str:
+    """The exception and what it was raised from: torch's rendezvous errors say only "See inner exception for
+    details", and the inner one (the store host's name that does not resolve, the refused or timed-out connection)
+    is what tells a DNS record not yet published from a peer that is gone."""
+    seen: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(seen) < 8:  # a cycle in __cause__/__context__ is possible
+        # torch's C++ errors append their native stack to the message: its first line is the message.
+        first = (str(current).strip().splitlines() or [""])[0]
+        text = f"{type(current).__name__}: {first}"
+        if text not in seen:
+            seen.append(text)
+        current = current.__cause__ or current.__context__
+    return " <- ".join(seen)
+
+
 def main(argv: list[str] | None = None) -> int:
     # torchrun installs its SIGTERM handler only once the workers start, after the rendezvous (which can wait
     # up to join_timeout for the other nodes): until then a SIGTERM must still mean "rerun me" (75), not 143.
@@ -67,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         # The agent itself lost the rendezvous (a peer pod went, the store host died, the store timed out):
         # the workers were stopped; whatever they saved is resumable, so the pod is preempted, not broken.
         print(
-            f"training.elastic: rendezvous or store lost ({type(exc).__name__}: {exc}); exiting {EXIT_PREEMPTED}",
+            f"training.elastic: rendezvous or store lost ({causes(exc)}); exiting {EXIT_PREEMPTED}",
             file=sys.stderr,
         )
         return EXIT_PREEMPTED

@@ -90,3 +90,23 @@ def test_a_rendezvous_port_bound_without_a_listener_is_replaced(
     with held_port() as taken:
         pick_first(monkeypatch, taken)
         assert _sigterm_in_the_rendezvous(tmp_path) != taken
+
+
+@pytest.mark.integration
+def test_a_store_that_cannot_be_reached_is_named_in_the_pods_last_words(tmp_path: Path) -> None:
+    """A node whose rendezvous store never answers (the host's DNS record not yet published, the port held by
+    another process): the pod exits 75 and says which host and port it could not reach (torch's own message only
+    says "See inner exception for details")."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    with held_port() as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "training.elastic", "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
+             f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=unreachable",
+             "--rdzv_conf=read_timeout=3,join_timeout=5", "--max_restarts=0", "-m", "training", "env"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    (last,) = [line for line in done.stderr.splitlines() if line.startswith("training.elastic:")]
+    assert done.returncode == EXIT_PREEMPTED, done.stderr[-3000:]
+    assert "rendezvous or store lost" in last
+    assert f"to connect to (127.0.0.1, {port})" in last, last
+    assert "frame #" not in last  # torch's native stack stays out of the one line
