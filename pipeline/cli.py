@@ -14,6 +14,8 @@ from pipeline import dag
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+TUNE_ONLY = ("trials", "trial_timeout")
+"""Given without --mode tune, these used to be dropped in silence: a plain training ran instead of the study."""
 
 
 def _param_args(p: argparse.ArgumentParser) -> None:
@@ -22,27 +24,41 @@ def _param_args(p: argparse.ArgumentParser) -> None:
         if f.name in ("force", "work"):
             continue
         flag = "--" + f.name.replace("_", "-")
-        p.add_argument(flag, default=getattr(defaults, f.name), help=f"default {getattr(defaults, f.name)!r}")
-    p.add_argument("--work", default=None, help="working folder (default runs/pipeline/<time>)")
+        default = None if f.name in TUNE_ONLY else getattr(defaults, f.name)  # None: not given
+        p.add_argument(flag, default=default, help=f"default {getattr(defaults, f.name)!r}")
+    p.add_argument(
+        "--work", default=None, help="working folder, one run's own (default runs/pipeline/<run id>)"
+    )
 
 
-def _params(args: argparse.Namespace, force: bool) -> dag.Params:
-    import datetime as dt
-
+def _params(args: argparse.Namespace, force: bool, run_id: str) -> dag.Params:
+    defaults = dag.Params()
     values = {
-        f.name: getattr(args, f.name)
+        f.name: getattr(defaults, f.name) if getattr(args, f.name) is None else getattr(args, f.name)
         for f in dataclasses.fields(dag.Params)
         if f.name not in ("force", "work")
     }
-    work = args.work or f"runs/pipeline/{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    # Each run its own folder: a timestamp alone gave two runs started in the same second (two environments'
+    # cron entries) one WORK, one candidate trained by both.
+    work = args.work or f"runs/pipeline/{run_id}"
     return dag.Params(**values, work=work, force="true" if force else "false")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from pipeline import runner
+def _usage_problems(args: argparse.Namespace) -> list[str]:
+    if args.mode == "tune":
+        return []
+    given = [f"--{name.replace('_', '-')}" for name in TUNE_ONLY if getattr(args, name) is not None]
+    return [f"{flag} applies to a study only: add --mode tune (or drop {flag})" for flag in given]
 
-    params = _params(args, args.force)
-    bad = runner.problems(params)
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline import runner, supervise
+
+    run_id = runner.new_run_id()
+    params = _params(args, args.force, run_id)
+    bad = _usage_problems(args) + runner.problems(params)
+    if not args.dry_run:  # the files' existence is the run's business, not the plan's
+        bad += runner.missing_inputs(params)
     for problem in bad:
         print(f"error: {problem}", file=sys.stderr)
     if bad:
@@ -56,11 +72,17 @@ def _run(args: argparse.Namespace) -> int:
             if item["condition"]:
                 print(f"    decides: {item['condition']}")
         return 0
-    signal.signal(signal.SIGTERM, _interrupt)  # a cancelled CI job: stop the step, keep the run record
+    signal.signal(signal.SIGTERM, _interrupt)  # a cancelled CI job (runner.run handles it once it runs)
     try:
-        record = runner.run(params)
-    except KeyboardInterrupt:
-        print("interrupted: the run record says where it stopped", file=sys.stderr)
+        record = runner.run(params, run_id=run_id)
+    except supervise.Refused as exc:  # before any step ran: WORK in use, or taken since the check above
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        where = (
+            f"the run record {exc.args[0]} says where it stopped" if exc.args else "no run record was written"
+        )
+        print(f"interrupted: {where}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 1 if record["outcome"].startswith("failed") else 0
 

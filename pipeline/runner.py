@@ -2,26 +2,35 @@
 
 The rule for each step is Argo's: it runs when every step it depends on succeeded and its ``when`` flag (if
 any) is "true"; otherwise it is skipped, and the runner prints why. A failed step stops its dependents.
+
+One run owns its WORK: it holds WORK/.pipeline.lock while it runs (a second run there is refused, naming the
+holder), and a WORK whose candidate a finished training left is refused too (see `work_problems`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
 import shlex
-import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline import dag
+from pipeline import dag, supervise
 
 RECORDS = "pipeline-runs"
 """<store>/<model>/pipeline-runs/<run_id>.json, beside the promotion records (<store>/<model>/records/)."""
+EXIT_INTERRUPTED = 130
+"""An interrupted step's exit code in the record (128 + SIGINT, what a shell reports for Ctrl-C)."""
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 
 
 def argv(step: dag.Step, params: dag.Params, flag_file: str) -> list[str]:
@@ -64,9 +73,15 @@ def problems(params: dag.Params) -> list[str]:
             if not (value.isdigit() and int(value) > 0):
                 found.append(f"--{name.replace('_', '-')} must be a whole number > 0, got {value!r}")
     try:  # the `promote` step's own gate config (promotion/gates.toml) names the environments
-        load_config(None).environment(params.env)
+        env = load_config(None).environment(params.env)
     except ConfigError as exc:
         found.append(f"--env {params.env}: {exc}")
+    else:  # promotion refuses `--local-run` there, but only at the last step, after the training
+        if params.local == "true" and not env.allow_local_run:
+            found.append(
+                f"--env {params.env} takes no local run (allow_local_run = false in promotion/gates.toml): pass "
+                "--local false with --training-image and --serving-image pinned by digest, or promote to dev"
+            )
     if params.local == "false":
         from pipeline.images import parse
 
@@ -75,6 +90,38 @@ def problems(params: dag.Params) -> list[str]:
                 parse(getattr(params, name))
             except ValueError as exc:
                 found.append(f"--{name.replace('_', '-')} (needed with --local false): {exc}")
+    return found + work_problems(Path(params.work))
+
+
+def work_problems(work: Path) -> list[str]:
+    """A WORK whose candidate finished training belongs to that run: a new run there did not train (the trainer
+    found the finished checkpoint and only re-scored it) and re-exported into the folder that run's promotion
+    record and registry version name as their source, so the promoted bundle changed under its record."""
+    finished = work / "candidate" / "metrics.json"
+    if not finished.is_file():
+        return []  # empty, or an interrupted training: the trainer resumes it from its checkpoints
+    previous = "an earlier run"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        record = json.loads((work / "pipeline-run.json").read_text(encoding="utf-8"))
+        previous = f"run {record['run_id']} (outcome: {record['outcome']})"
+    return [
+        f"--work {work} holds the candidate that {previous} trained ({finished}): promotion records may name its "
+        "files, and a run there would re-score that model instead of training. Give this run a new --work, or "
+        "leave --work out (runs/pipeline/<run id>); to redo a step of that run, rerun its RUN command"
+    ]
+
+
+def missing_inputs(params: dag.Params) -> list[str]:
+    """Local files the run reads that are not there: drift-check would fail (exit 1 after data-check), and a
+    missing load test only at `promote`, after the training. Object-store URIs are left to the steps."""
+    found = []
+    for name, value in (
+        ("reference", params.reference),
+        ("current", params.current),
+        ("loadtest", params.loadtest),
+    ):
+        if value and "://" not in value and not Path(value).exists():
+            found.append(f"--{name} {value} does not exist")
     return found
 
 
@@ -98,29 +145,54 @@ def run(
     *,
     commands: Mapping[str, Sequence[str]] | None = None,
     echo: Callable[[str], None] = print,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Run every step whose conditions hold; returns the pipeline-run record (also written to the store).
 
     ``commands`` replaces a step's argv (tests fake only the genuinely external image build this way).
+    Raises supervise.Refused (a ValueError: bad parameters, WORK in use or taken) before any step runs, and
+    KeyboardInterrupt (its argument the record's URI) once the record of a run stopped by SIGINT/SIGTERM is written.
     """
     dag.check()
-    bad = problems(params)
-    if bad:
-        raise ValueError("; ".join(bad))
     commands = commands or {}
+    bad = problems(params) + ([] if "drift-check" in commands else missing_inputs(params))
+    if bad:
+        raise supervise.Refused("; ".join(bad))
     started = dt.datetime.now(dt.UTC)
-    run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    run_id = run_id or new_run_id()
+    work = Path(params.work)
+    lock = supervise.lock(work, run_id, started)
+    stop = supervise.Stop()
+    restore = stop.install()
+    try:  # again under the lock: a run that just left WORK may have finished training there
+        bad = work_problems(work)
+        if bad:
+            raise supervise.Refused("; ".join(bad))
+        return _steps(params, commands, echo, run_id, started, lock, stop)
+    finally:
+        restore()
+        os.close(lock)
+
+
+def _steps(
+    params: dag.Params,
+    commands: Mapping[str, Sequence[str]],
+    echo: Callable[[str], None],
+    run_id: str,
+    started: dt.datetime,
+    lock: int,
+    stop: supervise.Stop,
+) -> dict[str, Any]:
     work = Path(params.work)
     (work / "decisions").mkdir(parents=True, exist_ok=True)
     (work / "logs").mkdir(parents=True, exist_ok=True)
     status: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     conditions: list[dict[str, Any]] = []
-    interrupted = False
     for step in dag.STEPS:
         blocked = [d for d in step.depends if status[d] != "succeeded"]
         entry: dict[str, Any] = {"step": step.name}
-        if interrupted:
+        if stop.signal:
             status[step.name] = "skipped"
             entry.update(status="skipped", why="the run was interrupted")
         elif blocked:
@@ -133,16 +205,15 @@ def run(
             cmd = list(commands.get(step.name) or argv(step, params, str(_flag_file(work, step.name))))
             echo(f"RUN  {step.name}: {shlex.join(cmd)}")  # copyable: empty values show as ''
             t0 = dt.datetime.now(dt.UTC)
-            # Ctrl-C, or SIGTERM through the CLI: the step is stopped and the record still says where.
-            try:
-                rc = _execute(python_argv(cmd), work / "logs" / f"{step.name}.log", echo)
-            except KeyboardInterrupt:
-                interrupted, rc = True, 130
+            rc = supervise.execute(python_argv(cmd), work / "logs" / f"{step.name}.log", echo, stop, lock)
+            interrupted = stop.hit and rc != 0  # a step that finished before it saw the signal succeeded
+            if interrupted:
+                rc = EXIT_INTERRUPTED
             seconds = (dt.datetime.now(dt.UTC) - t0).total_seconds()
             status[step.name] = "succeeded" if rc == 0 else "failed"
             entry.update(status=status[step.name], exit_code=rc, seconds=round(seconds, 1), command=cmd)
             if interrupted:
-                entry["why"] = "interrupted"
+                entry["why"] = f"interrupted ({stop.signal})"
             if step.condition and rc == 0:
                 value = _flag_file(work, step.name).read_text(encoding="utf-8").strip() == "true"
                 reasons = _decision(work, step.name)
@@ -160,9 +231,11 @@ def run(
         "steps": steps,
         "outcome": outcome(status, work),
     }
+    if stop.signal:
+        record["interrupted"] = stop.signal
     record["record_uri"] = write_record(record, params)
     echo(f"outcome: {record['outcome']} (record {record['record_uri']})")
-    if interrupted:
+    if stop.signal:
         raise KeyboardInterrupt(record["record_uri"])
     return record
 
@@ -181,23 +254,6 @@ def outcome(status: Mapping[str, str], work: Path) -> str:
     if status.get("images") == "succeeded" and status.get("promote") == "skipped":
         return "no CI-built serving image for this candidate yet: not promoted"
     return "incomplete"
-
-
-def _execute(cmd: Sequence[str], log: Path, echo: Callable[[str], None]) -> int:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(log, "w", encoding="utf-8") as f:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                f.write(line)
-                if not line.startswith(("train:", "Writing model shards")):  # progress bars stay in the log
-                    echo("     | " + line.rstrip())
-        except KeyboardInterrupt:
-            proc.terminate()  # a SIGTERM to the runner alone never reached the step
-            proc.wait()
-            raise
-        return proc.wait()
 
 
 def write_record(record: Mapping[str, Any], params: dag.Params) -> str:

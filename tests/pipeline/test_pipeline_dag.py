@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -140,8 +141,17 @@ def test_drift_trains_and_a_winning_candidate_goes_to_promotion(env: dict) -> No
 
 
 def test_losing_candidate_is_not_exported_or_promoted(env: dict) -> None:
-    # Same candidate folder as the drift run: the trainer finds its finished checkpoint and only re-scores.
-    work = env["base"] / "drift" / "work"
+    drift = env["base"] / "drift" / "work" / "candidate"
+    if (drift / "metrics.json").is_file():  # the drift run's WORK is its own: its bundle is what it promoted
+        bundle = {f: f.read_bytes() for f in (drift / "export").rglob("*") if f.is_file()}
+        with pytest.raises(ValueError, match=r"holds the candidate that run \S+ \(outcome: pro"):
+            run(env, "in-the-drift-runs-work", drift=True, champion_accuracy=0.99, work=drift.parent)
+        assert {f: f.read_bytes() for f in (drift / "export").rglob("*") if f.is_file()} == bundle
+    work = env["base"] / "strong-champion" / "work"
+    if (
+        drift / "checkpoints"
+    ).is_dir():  # to save a training: the trainer resumes the finished one, re-scores it
+        shutil.copytree(drift / "checkpoints", work / "candidate" / "checkpoints")
     record = run(env, "strong-champion", drift=True, champion_accuracy=0.99, work=work)
     status = statuses(record)
     assert status["train"] == "succeeded" and status["evaluate"] == "succeeded"

@@ -71,6 +71,7 @@ def test_a_cancelled_run_still_writes_its_record(tmp_path: Path) -> None:
     """SIGTERM (a cancelled CI job) or Ctrl-C during a step: was no record at all, in the store or WORK."""
     fifo = tmp_path / "reference.jsonl"
     os.mkfifo(fifo)  # drift-check blocks reading it: a step that is still running when the run is cancelled
+    (tmp_path / "current").mkdir()  # a missing window is refused before any step runs
     work, store = tmp_path / "work", tmp_path / "store"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "run", "--preset", "smoke", "--store", str(store), "--work", str(work),

@@ -1,0 +1,73 @@
+"""`python -m pipeline run` as users start it (cron, CI, a terminal): a real process in its own session, with the
+helpers the run tests share (inputs the drift step reads, waiting on a step, the processes a run left behind)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.monitoring.synthetic_records import record, write
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
+    """The runner as its session's leader: its pid is the session id every process it starts carries."""
+    env = {**os.environ, "TRAINING_MLFLOW": "0", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "run", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def records(folder: Path) -> dict[str, str]:
+    """A drift reference and an inference window (synthetic records, monitoring's documented fields): the real
+    drift step takes seconds on them."""
+    rng = random.Random(0)
+    (folder / "current").mkdir(parents=True)
+    write(folder / "reference.jsonl", [record(i, rng) for i in range(300)])
+    write(folder / "current" / "part.jsonl", [record(i, rng) for i in range(300)])
+    return {"reference": str(folder / "reference.jsonl"), "current": str(folder / "current")}
+
+
+def blocking_reference(folder: Path) -> str:
+    """A FIFO as the drift reference: drift-check blocks opening it, a step still running when the test acts."""
+    fifo = folder / "reference.jsonl"
+    os.mkfifo(fifo)
+    return str(fifo)
+
+
+def wait_for(proc: subprocess.Popen[str], path: Path, text: str = "", timeout_s: float = 120) -> None:
+    """Until `path` exists (and holds `text`), while the run is still going."""
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and text in path.read_text(errors="replace")):
+        assert proc.poll() is None, (
+            f"the run ended ({proc.returncode}) before {path}: {proc.communicate()[0]}"
+        )
+        assert time.monotonic() < deadline, f"no {path} with {text!r} after {timeout_s} s"
+        time.sleep(0.1)
+
+
+def session(sid: int) -> list[str]:
+    """`ps` lines (pid, pgid, state, command) of the live processes left in a session (the run's, since it leads
+    its own); a zombie whose parent died with it is gone already, waiting for init to reap it."""
+    done = subprocess.run(
+        ["ps", "-o", "pid=,pgid=,stat=,args=", "-s", str(sid)], capture_output=True, text=True
+    )
+    return [line for line in done.stdout.splitlines() if line.strip() and not line.split()[2].startswith("Z")]
+
+
+def kill_session(proc: subprocess.Popen[str]) -> None:
+    """Cleanup: whatever is left of this run's session (the runner's group and each step's own group)."""
+    for line in session(proc.pid):
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(line.split()[1]), signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.communicate()
