@@ -84,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(f"interrupted: {where}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return 1 if record["outcome"].startswith("failed") else 0
+    # A record only in WORK is a failed run too: the promotion history beside it in the store misses it.
+    return 1 if record["outcome"].startswith("failed") or "record_error" in record else 0
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -148,5 +149,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.steps import StoreUnreadable
+
     args = parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except StoreUnreadable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -233,7 +233,11 @@ def _steps(
     }
     if stop.signal:
         record["interrupted"] = stop.signal
-    record["record_uri"] = write_record(record, params)
+    try:
+        record["record_uri"] = write_record(record, params)
+    except RecordNotStored as exc:
+        record["record_uri"], record["record_error"] = str(work / "pipeline-run.json"), str(exc)
+        echo(f"error: {exc}")
     echo(f"outcome: {record['outcome']} (record {record['record_uri']})")
     if stop.signal:
         raise KeyboardInterrupt(record["record_uri"])
@@ -262,9 +266,24 @@ def write_record(record: Mapping[str, Any], params: dag.Params) -> str:
 
     uri = join(params.store, params.model, RECORDS, f"{record['run_id']}.json")
     data = (json.dumps({**record, "record_uri": uri}, indent=2) + "\n").encode()
-    write_bytes(uri, data)
-    (Path(params.work) / "pipeline-run.json").write_bytes(data)
+    # WORK's copy first: a store that refuses the write (down, no permission, a wrong --store) must not cost the
+    # run's only account of what ran.
+    local = Path(params.work) / "pipeline-run.json"
+    local.write_bytes(data)
+    try:
+        write_bytes(uri, data)
+    except Exception as exc:  # any store error: the record is kept in WORK and the run reports it
+        error = (
+            f"the run's record could not be written to {uri} ({type(exc).__name__}: {exc}); it is in {local}: copy "
+            "it there once the store takes writes"
+        )
+        local.write_text(json.dumps({**record, "record_uri": uri, "record_error": error}, indent=2) + "\n")
+        raise RecordNotStored(error) from exc
     return uri
+
+
+class RecordNotStored(RuntimeError):
+    """The pipeline-run record is in WORK only: the store refused it."""
 
 
 def python_argv(cmd: Sequence[str]) -> list[str]:

@@ -36,8 +36,18 @@ def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
     """The record of the model live in `env` (None before the first promotion)."""
     from promotion.store import ModelStore
 
-    current = ModelStore(store, model).champion(env)
+    try:
+        current = ModelStore(store, model).champion(env)
+    except OSError as exc:  # fsspec's errors for a local path and the object stores' (down, denied) alike
+        raise StoreUnreadable(
+            f"cannot read the promotion store {store} ({type(exc).__name__}: {exc}): check --store (a folder or "
+            "a bucket URI this machine can reach) and its credentials"
+        ) from exc
     return None if current is None else current[1]
+
+
+class StoreUnreadable(RuntimeError):
+    """The step cannot read the champion from the promotion store: `python -m pipeline step` prints it, exit 1."""
 
 
 def data_check(args: argparse.Namespace) -> int:

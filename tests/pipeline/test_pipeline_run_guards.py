@@ -138,3 +138,24 @@ def test_a_work_whose_candidate_finished_training_is_refused(tmp_path: Path, dry
     assert "holds the candidate that run 20261206T084905Z-4322f2 (outcome: promoted) trained" in out, out
     assert "Give this run a new --work" in out
     assert {p: p.read_bytes() for p in work.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.integration
+def test_a_store_that_refuses_the_record_leaves_it_in_work_and_says_so(tmp_path: Path) -> None:
+    """A --store the run cannot write: the run used to end in a traceback with no record anywhere."""
+    (tmp_path / "not-a-folder").write_text("a file where the store's folder should be\n")
+    store, work = tmp_path / "not-a-folder" / "store", tmp_path / "work"
+    (tmp_path / "current").mkdir()
+    (tmp_path / "reference.jsonl").write_text("this is not JSON\n")  # drift-check fails at once: a short run
+    proc = start("--preset", "smoke", "--store", str(store), "--work", str(work),
+                         "--reference", str(tmp_path / "reference.jsonl"), "--current", str(tmp_path / "current"))  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        kill_session(proc)
+    assert proc.returncode == 1, out
+    assert "Traceback" not in out, out
+    record = json.loads((work / "pipeline-run.json").read_text())
+    assert record["outcome"].startswith("failed at"), record["outcome"]
+    assert record["record_uri"].startswith(str(store)) and "could not be written" in record["record_error"]
+    assert f"it is in {work / 'pipeline-run.json'}" in out, out
