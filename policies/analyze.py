@@ -9,8 +9,8 @@ GetAnalyzerInfo, Configure (enforcement levels + per-policy config), ConfigureSt
 resource, AnalyzeStack for the whole stack; then stops the process. Waivers (policies/waivers.yaml)
 are applied to the diagnostics afterwards: waived findings are listed under "waived", never dropped.
 
-Exit status: 0 no mandatory violation, 1 at least one, 2 bad input (missing/malformed plan or
-config), 3 the pack could not be started (run `make setup`).
+Exit status: 0 no mandatory violation, 1 at least one, 2 bad input (missing/malformed plan, config or
+waivers; unusable --out), 3 the pack could not be started (run `make setup`); SIGTERM: 143, pack stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,15 @@ from policies import enforcement
 from policies import waivers as waivers_mod
 from policies.client import StackResult, analyze_plan, pack_config, pack_version
 from policies.plans import Plan, PlanError, load_plan, plan_from_dict, resolve_provider, to_resources, to_wire
-from policies.process import PACK_DIR, PACK_PYTHON_ENV, PackError, PackProcess, pack_python, start_pack
+from policies.process import (
+    PACK_DIR,
+    PACK_PYTHON_ENV,
+    PackError,
+    PackProcess,
+    pack_python,
+    start_pack,
+    stop_pack_on_sigterm,
+)
 from policies.rules import ALL_RULES
 
 REPO_ROOT = PACK_DIR.parent
@@ -52,6 +63,7 @@ __all__ = [
     "resolve_provider",
     "run",
     "start_pack",
+    "stop_pack_on_sigterm",
     "to_resources",
     "to_wire",
 ]
@@ -104,11 +116,22 @@ def write_result(
         "resources_analyzed": result.resources_analyzed,
         "evaluated_on": today.isoformat(),
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{plan.stack}.json").write_text(
-        json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8"
-    )
+    _write_atomically(out_dir / f"{plan.stack}.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return doc
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """The promotion gate and the demo read <stack>.json: a run that is interrupted, or fails to write
+    (disk full), or runs beside another one, leaves either the previous complete file or the new one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the result from CI's other users
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def mandatory(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -126,6 +149,18 @@ def run(
     python: Path | None = None,
 ) -> list[dict[str, Any]]:
     plans = [load_plan(p) for p in plan_paths]  # validate every input before starting anything
+    seen: dict[str, Path] = {}
+    for plan in plans:
+        if plan.stack in seen:
+            # Both would write <out>/<stack>.json: the second result would silently replace the first.
+            raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
+        seen[plan.stack] = plan.path
+    if out_dir.exists() and not out_dir.is_dir():
+        raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PlanError(f"--out {out_dir}: cannot create the results folder ({err})") from err
     overrides: dict[str, Any] = {}
     if config_path is not None:
         try:
@@ -147,8 +182,24 @@ def run(
     docs = []
     for plan in plans:
         result = analyze_plan(plan, overrides, python)
-        docs.append(write_result(plan, result, out_dir, waivers, today))
+        try:
+            docs.append(write_result(plan, result, out_dir, waivers, today))
+        except OSError as err:
+            raise PlanError(f"{out_dir}: cannot write the result of stack {plan.stack} ({err})") from err
     return docs
+
+
+EXIT_INTERNAL = 4
+
+
+def internal_error(prog: str) -> int:
+    """An unexpected exception mid-analysis (a bug, here or in a library) exits 4, never Python's default 1: 1 means
+    "mandatory violations found", which callers accept as a verdict and then read the results in --out."""
+    traceback.print_exc()
+    print(
+        f"error: {prog} failed (traceback above): its results are incomplete, not a verdict", file=sys.stderr
+    )
+    return EXIT_INTERNAL
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,13 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--today", type=dt.date.fromisoformat, help="evaluate waiver expiry as of this date")
     args = parser.parse_args(argv)
     try:
-        docs = run(args.plans, args.out, config_path=args.config, waivers_path=args.waivers, today=args.today)
+        with stop_pack_on_sigterm():
+            docs = run(
+                args.plans, args.out, config_path=args.config, waivers_path=args.waivers, today=args.today
+            )
     except PlanError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except PackError as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
+    except Exception:
+        return internal_error("python -m policies.analyze")
     failed = False
     for doc in docs:
         must = mandatory(doc)

@@ -7,6 +7,7 @@ references) and the provider each resource uses. No gRPC here: tests and the rep
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from policies.rules.core import UNKNOWN_SENTINELS, UNKNOWN_STRING
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+# Pulumi's stack name alphabet; the name also becomes the result file `<out>/<stack>.json`, so a name
+# with a separator ('../prod', 'a/b') would write outside --out or fail after the whole analysis.
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 class PlanError(ValueError):
@@ -42,10 +46,18 @@ def load_plan(path: Path) -> Plan:
             f"{path}: no such plan file (generate plans with `python -m infra.plan --out reports/plan`)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanError(f"{path}: cannot read the plan ({err}); infra.plan writes UTF-8 JSON") from err
+    except (json.JSONDecodeError, ValueError) as err:
         raise PlanError(f"{path}: not valid JSON ({err})") from err
     return plan_from_dict(data, path)
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN/Infinity are not JSON; the engine's wire form (protobuf Struct) cannot carry them either, so the
+    # pack would fail mid-run with an RPC error that reads as "the pack could not start" (exit 3).
+    raise ValueError(f"{name} is not a JSON value (write a number, or the unknown sentinel)")
 
 
 def plan_from_dict(data: Any, path: Path = Path("<memory>")) -> Plan:
@@ -57,14 +69,26 @@ def plan_from_dict(data: Any, path: Path = Path("<memory>")) -> Plan:
             raise PlanError(f"{path}: missing field {key!r}")
     if not isinstance(data["resources"], list):
         raise PlanError(f"{path}: 'resources' must be a list")
+    if not isinstance(data["stack"], str) or not _STACK_NAME.fullmatch(data["stack"]):
+        raise PlanError(
+            f"{path}: stack={data['stack']!r} is not a stack name (letters, digits, '-', '_', '.'; as Pulumi names stacks)"
+        )
     for n, r in enumerate(data["resources"]):
         if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("urn", "type", "name")):
             raise PlanError(f"{path}: resources[{n}] needs string 'urn', 'type' and 'name'")
         if not isinstance(r.get("inputs", {}), dict):
             raise PlanError(f"{path}: resources[{n}].inputs must be an object")
+        # Fields the runner hands to the engine protocol as strings: a wrong type was a TypeError
+        # mid-run (exit 1, which reads as "a mandatory violation").
+        for key in ("parent", "provider"):
+            if r.get(key) is not None and not isinstance(r[key], str):
+                raise PlanError(f"{path}: resources[{n}].{key} must be a URN string")
+        deps = r.get("dependencies")
+        if deps is not None and not (isinstance(deps, list) and all(isinstance(d, str) for d in deps)):
+            raise PlanError(f"{path}: resources[{n}].dependencies must be a list of URN strings")
     return Plan(
         path=path,
-        stack=str(data["stack"]),
+        stack=data["stack"],
         cloud=str(data["cloud"]),
         project=str(data.get("project", "eu-ml-platform")),
         environment=str(data.get("environment", "")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -119,3 +120,34 @@ def _read_port(proc: subprocess.Popen[bytes], stderr_path: Path) -> int:
             f"the policy pack did not print its port within {START_TIMEOUT_S:.0f}s (got {text!r}):\n{tail}"
         )
     return int(text)
+
+
+class Terminated(BaseException):  # noqa: N818 - BaseException: an `except Exception` on the way must not swallow it
+    """SIGTERM arrived; raised so every `finally` (start_pack's kill of the pack) runs before the exit."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def stop_pack_on_sigterm() -> Iterator[None]:
+    """Python dies of SIGTERM (CI cancelling a job, `timeout`, a supervisor) without running `finally`
+    blocks, which left the pack (a gRPC server that blocks until killed) running, reparented to init,
+    and its stderr file behind. Raise instead, clean up, then die of the same signal (exit 143)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be installed from the main thread
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    except Terminated as stop:
+        signal.signal(stop.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), stop.signum)
+        raise SystemExit(128 + stop.signum) from None  # only if the signal is blocked
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -156,20 +156,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-checkov", action="store_true", help="skip the Checkov second opinion")
     args = parser.parse_args(argv)
     try:
-        report = build(
-            args.plans,
-            args.out,
-            config_path=args.config,
-            waivers_path=args.waivers,
-            today=args.today,
-            with_checkov=not args.no_checkov,
-        )
+        with analyze.stop_pack_on_sigterm():
+            report = build(
+                args.plans,
+                args.out,
+                config_path=args.config,
+                waivers_path=args.waivers,
+                today=args.today,
+                with_checkov=not args.no_checkov,
+            )
     except analyze.PlanError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except analyze.PackError as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
+    except Exception:
+        return analyze.internal_error("python -m policies.report")
     for d in report.docs:
         must = analyze.mandatory(d)
         print(

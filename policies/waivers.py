@@ -26,6 +26,14 @@ FINDINGS = ("undetermined", "violation")
 MAX_VALIDITY = dt.timedelta(days=366)  # one year ahead (a leap day included): a waiver is re-reviewed yearly
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that leaves dates as written: PyYAML turns `expires: 2026-02-30` into a bare ValueError
+    ("day is out of range") that names neither the file nor the entry; parse() names both."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+
+
 class WaiverError(ValueError):
     """A waiver entry is incomplete or malformed; the message names the entry and the fix."""
 
@@ -140,8 +148,10 @@ def load(
             return []
         raise WaiverError(f"{path}: no such waivers file (check --waivers)")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    except (OSError, UnicodeDecodeError) as err:
+        raise WaiverError(f"{path}: cannot read the waivers file ({err}); it is UTF-8 YAML") from err
+    except (yaml.YAMLError, ValueError) as err:
         raise WaiverError(f"{path}: not valid YAML ({err})") from err
     if not isinstance(data, dict) or not isinstance(data.get("waivers") or [], list):
         raise WaiverError(f"{path}: expected a mapping with a 'waivers' list")
