@@ -219,7 +219,10 @@ def run(cfg: PlatformConfig, config_map: dict[str, str], *, preview: bool = True
             "project": PROJECT,
             "environment": cfg.environment,
             "region": cfg.region,
-            "resources": monitor.records,
+            # By URN: the engine registers resources in whatever order their async inputs resolve, and a plan
+            # whose bytes change with no change of the stack makes its sha256 (the policy report's plan_sha256,
+            # which the promotion gate compares) and its diff in review meaningless.
+            "resources": sorted(monitor.records, key=lambda r: r["urn"]),
             "outputs": result["outputs"],
         }
 

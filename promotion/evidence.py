@@ -103,6 +103,8 @@ class Evidence:
     policy_report: Document | None = None
     build_record: Document | None = None
     approval: Document | None = None
+    policy_plan_sha256: str | None = None
+    """sha256 of the plan file the policy report names, as that file is now (None: not on this machine)."""
     inputs: dict[str, str | None] = field(default_factory=dict)
     """Where each input was looked for (also for the ones not found)."""
 
@@ -134,6 +136,7 @@ def load_evidence(
         "build_record": build_record,
         "approval": approval,
     }
+    report = read_json(policy_report, "policy report")
     return Evidence(
         candidate_uri=candidate,
         metrics=metrics,
@@ -142,10 +145,21 @@ def load_evidence(
         manifest=read_json(join(candidate, "manifest.json"), "dataset manifest"),
         cost=read_json(join(candidate, "cost.json"), "cost record"),
         loadtest=read_json(loadtest, "load test report"),
-        policy_report=read_json(policy_report, "policy report"),
+        policy_report=report,
+        policy_plan_sha256=_plan_now(report),
         build_record=read_json(build_record, "image build record"),
         approval=read_json(
             approval, "approval record", required=True, fix="the approval file given does not exist"
         ),
         inputs=inputs,
     )
+
+
+def _plan_now(report: Document | None) -> str | None:
+    """The plan the report was made from, hashed as it is now: a plan changed since (infra edited, `make plan` run
+    again, `make policy` forgotten) makes the report stale evidence."""
+    plan = report.data.get("plan") if report else None
+    if not isinstance(plan, str) or not plan:
+        return None
+    raw = read_bytes(plan)
+    return None if raw is None else sha256(raw)

@@ -220,7 +220,10 @@ def loadtest_errors(loadtest: dict[str, Any] | None, cfg: GateConfig) -> GateRes
     )
 
 
-def policy_clean(report: dict[str, Any] | None, env: EnvironmentConfig) -> GateResult:
+def policy_clean(
+    report: dict[str, Any] | None, env: EnvironmentConfig, plan_sha256_now: str | None = None
+) -> GateResult:
+    """`plan_sha256_now`: the hash of the plan file the report names, as it is now (None: not here to compare)."""
     name = "policy-clean"
     if report is None:
         return GateResult(
@@ -237,6 +240,15 @@ def policy_clean(report: dict[str, Any] | None, env: EnvironmentConfig) -> GateR
             None,
             0,
             f"the policy report is for stack {report.get('stack')!r}, not {env.stack!r}",
+        )
+    if plan_sha256_now is not None and report.get("plan_sha256") != plan_sha256_now:
+        return GateResult(
+            name,
+            "fail",
+            None,
+            0,
+            f"the policy report is stale: its plan {report.get('plan')} changed since it was analysed "
+            "(plan_sha256 differs): run `make policy` on the plan you deploy",
         )
     violations = report.get("violations")
     if not isinstance(violations, list):
