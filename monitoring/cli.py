@@ -25,6 +25,17 @@ from pathlib import Path
 from monitoring.errors import InputError
 
 
+def _rows(value: str) -> int:
+    """--rows: a count of texts or records, >= 1 (0 or less ended in a traceback, exit 1)."""
+    try:
+        rows = int(value)
+    except ValueError:
+        rows = 0
+    if rows < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return rows
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m monitoring", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -51,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--manifest", required=True, type=Path)
     r.add_argument("--bundle", required=True, type=Path)
     r.add_argument("--out", required=True, type=Path)
-    r.add_argument("--rows", type=int, default=2000)
+    r.add_argument("--rows", type=_rows, default=2000)
     r.add_argument("--data-encoding")
     e = sub.add_parser("evaluate", help="quality on a labelled sample sent through the live endpoint")
     e.add_argument("--url", required=True, help="Triton endpoint host:port (HTTP)")
@@ -60,14 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--bundle", required=True, type=Path, help="the promoted bundle: its metrics are the bar")
     e.add_argument("--out", required=True, type=Path)
-    e.add_argument("--rows", type=int, default=500)
+    e.add_argument("--rows", type=_rows, default=500)
     e.add_argument("--model", default="sentiment")
     e.add_argument("--data-encoding")
     w = sub.add_parser(
         "texts", help="a window of texts, one per line: clean (test split) or --shifted (another domain)"
     )
     w.add_argument("--out", required=True, type=Path)
-    w.add_argument("--rows", type=int, default=300)
+    w.add_argument("--rows", type=_rows, default=300)
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--manifest", type=Path, help="training manifest.json (clean window: its test split)")
     w.add_argument("--shifted", action="store_true", help="Python documentation sentences instead")
@@ -104,6 +115,8 @@ def _drift(args: argparse.Namespace) -> int:
         ref = windows.load(args.reference)
     if args.window and args.since:
         raise InputError("give --window (the window ending now) or --since, not both")
+    if not outputs.is_url(args.out):  # named at once, not after the window is read
+        outputs.local_dir(args.out)
     since = windows.window_start(args.window) if args.window else args.since
     cur = windows.load(args.current, since=since, until=args.until)
     threshold = drift.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
@@ -133,7 +146,9 @@ def _drift(args: argparse.Namespace) -> int:
 
 def _reference(args: argparse.Namespace) -> int:
     from monitoring import reference
+    from monitoring.outputs import local_file
 
+    local_file(args.out)  # before minutes of inference, not after them
     records = reference.build(args.manifest, args.bundle, rows=args.rows, encoding=args.data_encoding)
     reference.write_jsonl(records, args.out)
     print(f"{len(records)} reference records -> {args.out}")
@@ -143,9 +158,10 @@ def _reference(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from monitoring import evaluate, metrics
     from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+    from monitoring.outputs import local_dir
 
+    local_dir(args.out)  # before the sample goes through the endpoint, not after it
     report = evaluate.run(args.url, args.manifest, args.bundle, rows=args.rows, encoding=args.data_encoding)
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "quality.json").write_text(json.dumps(report, indent=2) + "\n")
     metrics.export(metrics.QUALITY_JOB, {"model": args.model},
                    metrics.quality_gauges(args.model, report["measured"], report["training"]),
@@ -156,14 +172,15 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _texts(args: argparse.Namespace) -> int:
     from monitoring import samples
+    from monitoring.outputs import local_file
 
+    local_file(args.out)
     if args.shifted:
         texts = samples.shifted_texts(args.rows, args.seed)
     elif args.manifest is None:
         raise InputError("give --manifest (clean window from the test split) or --shifted")
     else:
         texts = samples.clean_texts(args.manifest, args.rows, args.seed, encoding=args.data_encoding)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(" ".join(t.split()) + "\n" for t in texts))
     print(f"{len(texts)} texts -> {args.out}")
     return 0
@@ -172,11 +189,15 @@ def _texts(args: argparse.Namespace) -> int:
 def _budget(args: argparse.Namespace) -> int:
     from monitoring import budget, metrics
     from monitoring.environment import MONITORING_PUSHGATEWAY_URL
+    from monitoring.outputs import local_dir
 
-    if args.eur_per_unit is not None and args.eur_per_unit <= 0:
+    # `not 0 < x < inf`, not `x <= 0`: NaN passed the latter and was pushed as the limit and forecast.
+    if args.eur_per_unit is not None and not 0 < args.eur_per_unit < float("inf"):
         raise InputError(
-            f"--eur-per-unit {args.eur_per_unit}: give EUR per unit of the budget's currency (> 0)"
+            f"--eur-per-unit {args.eur_per_unit}: give EUR per unit of the budget's currency (a number > 0)"
         )
+    if args.out is not None:
+        local_dir(args.out)  # before the budget is read (GCP: before its notifications are drained)
     if args.cloud == "gcp":
         return _budget_gcp(args)
     if args.cloud == "azure":
@@ -186,8 +207,6 @@ def _budget(args: argparse.Namespace) -> int:
     else:
         found = budget.read_aws(args.budget, args.account_id)
     limit, forecast = found.in_eur(args.eur_per_unit)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
     metrics.export(budget.BUDGET_JOB, {"stack": args.stack}, budget.gauges(args.stack, limit, forecast),
                    out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
     print(
@@ -220,8 +239,6 @@ def _budget_gcp(args: argparse.Namespace) -> int:
               "values (Cloud Billing publishes several times a day)", file=sys.stderr)  # fmt: skip
     else:
         limit, forecast = note.as_budget(args.subscription).in_eur(args.eur_per_unit)
-        if args.out is not None:
-            args.out.mkdir(parents=True, exist_ok=True)
         metrics.export(budget.BUDGET_JOB, {"stack": args.stack}, budget.gauges(args.stack, limit, forecast),
                        out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
         summary |= {"limit_eur": limit, "forecast_eur": forecast, "published": note.published.isoformat(),

@@ -25,13 +25,34 @@ def joined(out: str, name: str) -> str:
     return f"{out.rstrip('/')}/{name}" if is_url(out) else str(Path(out) / name)
 
 
+def local_dir(folder: str | Path, flag: str = "--out") -> Path:
+    """`folder`, created if missing; one that cannot be (a file, or under one; no permission) is exit 2 naming it.
+
+    Called before the job's work where it can be: an evaluation or a reference build takes minutes."""
+    path = Path(folder)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"{flag} {folder}: cannot be used as the output folder ({type(exc).__name__}: {exc.strerror or exc}); "
+            "give a folder this job may create or write"
+        ) from None
+    return path
+
+
+def local_file(path: Path, flag: str = "--out") -> Path:
+    """`path` to write one file to: its folder created, and not itself a folder (IsADirectoryError, exit 1)."""
+    local_dir(path.parent, f"{flag}'s folder")
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder: give the path of the file to write")
+    return path
+
+
 @contextmanager
 def staged(out: str) -> Iterator[Path]:
     """A local folder to write the report into: `out` itself, or for a URL a temporary one uploaded to it."""
     if not is_url(out):
-        folder = Path(out)
-        folder.mkdir(parents=True, exist_ok=True)
-        yield folder
+        yield local_dir(out)
         return
     with tempfile.TemporaryDirectory(prefix="monitoring-report-") as tmp:
         yield Path(tmp)
@@ -41,12 +62,18 @@ def staged(out: str) -> Iterator[Path]:
 def upload(folder: Path, out: str) -> None:
     import fsspec  # lazily: s3fs/gcsfs/adlfs load on first use
 
+    done: list[str] = []
     try:
         fs, root = fsspec.core.url_to_fs(out)
         for path in sorted(p for p in folder.iterdir() if p.is_file()):
             fs.put_file(str(path), f"{root.rstrip('/')}/{path.name}")
-    except (OSError, ValueError, ImportError) as exc:
+            done.append(path.name)
+    # Any SDK's type: botocore's EndpointConnectionError and NoCredentialsError are no OSError, and ended the
+    # job with a traceback and exit 1 (what --fail-on-drift documents as "drift detected").
+    except Exception as exc:  # noqa: BLE001
+        # A run into the same prefix replaces the last one's files: say which ones this run did replace.
+        kept = f"; uploaded before the failure: {', '.join(done)}" if done else "; nothing was uploaded"
         raise InputError(
-            f"could not write the report to {out}: {type(exc).__name__}: {exc}. Check the URL and that this "
-            "job's identity may write under that prefix"
+            f"could not write the report to {out}: {type(exc).__name__}: {exc}{kept}. Check the URL, that the "
+            "object store is reachable and that this job's identity may write under that prefix"
         ) from exc

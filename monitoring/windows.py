@@ -39,18 +39,38 @@ def window_start(window: str, now: Any = None) -> str:
         raise InputError(f"--window {window!r}: use a duration such as 90m, 24h or 7d")
     unit = {"m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
     end = pd.Timestamp.now(tz="UTC") if now is None else now
-    return str((end - pd.Timedelta(**{unit: int(m.group(1))})).isoformat())
+    try:
+        return str((end - pd.Timedelta(**{unit: int(m.group(1))})).isoformat())
+    except (ValueError, OverflowError):  # pandas' OutOfBounds* errors are ValueErrors: a traceback, exit 1
+        raise InputError(f"--window {window!r} reaches before the year 1677: use a shorter window") from None
+
+
+def _unreadable(url: str, exc: Exception) -> InputError:
+    """An object store that is down, refuses this job's identity or answers an error: exit 2 naming the URL.
+
+    The SDKs under fsspec raise their own types (botocore's EndpointConnectionError and NoCredentialsError,
+    aiohttp's ClientConnectorError, azure.core's errors), not OSError: uncaught they ended the job with a
+    traceback and exit 1, which `--fail-on-drift` documents as "drift detected"."""
+    return InputError(
+        f"could not read {url}: {type(exc).__name__}: {exc}. Check the URL, that the object store is reachable "
+        "and that this job's identity may read it"
+    )
 
 
 def _files(url: str, since: Any = None) -> list[str]:
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(url)
-    if not fs.exists(path):
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        exists = fs.exists(path)
+        if exists:
+            files = [path] if fs.isfile(path) else sorted(p for p in fs.find(path) if p.endswith(".jsonl"))
+    except Exception as exc:  # noqa: BLE001 - any SDK's error type: see _unreadable
+        raise _unreadable(url, exc) from exc
+    if not exists:
         raise InputError(
             f"{url} does not exist: give a records file (.jsonl) or the prefix the records go to"
         )
-    files = [path] if fs.isfile(path) else sorted(p for p in fs.find(path) if p.endswith(".jsonl"))
     if since is not None:
         # A record is written at or after its ts, so a date= partition older than the window's first day holds
         # no record of it: the scheduled job reads its window, not the whole history.
@@ -59,32 +79,39 @@ def _files(url: str, since: Any = None) -> list[str]:
     return [fs.unstrip_protocol(p) for p in files]
 
 
-def _read(file: str) -> list[dict[str, Any]]:
-    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line."""
+def _text(file: str) -> str:
     import fsspec
 
-    rows: list[dict[str, Any]] = []
     try:
         with fsspec.open(file, "r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
-                    ) from None
-                if not isinstance(row, dict):
-                    raise InputError(
-                        f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
-                        "records are one JSON object per line"
-                    )
-                rows.append(row)
+            return str(fh.read())
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{file} is not UTF-8 text ({exc.reason}): a truncated or foreign file, not records"
         ) from None
+    except Exception as exc:  # noqa: BLE001 - any SDK's error type: see _unreadable
+        raise _unreadable(file, exc) from exc
+
+
+def _read(file: str) -> list[dict[str, Any]]:
+    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line."""
+    rows: list[dict[str, Any]] = []
+    # split("\n"), not splitlines(): a JSON string may hold U+2028 and other characters splitlines() breaks at.
+    for lineno, line in enumerate(_text(file).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
+            ) from None
+        if not isinstance(row, dict):
+            raise InputError(
+                f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
+                "records are one JSON object per line"
+            )
+        rows.append(row)
     return rows
 
 
