@@ -104,6 +104,33 @@ def optimizer(model: Any, config: RunConfig, cuda: bool) -> Any:  # noqa: ARG001
     return torch.optim.AdamW(groups, lr=config.optim.lr, fused=True)
 
 
+CONFIGURED = ("initial_lr", "weight_decay")
+"""What this run's config sets in each optimizer param group (initial_lr: the peak, the schedule's base)."""
+
+
+def configured(optimizer: Any) -> list[dict[str, Any]]:
+    """Each param group's CONFIGURED values as this run's config made them (read before loading a checkpoint)."""
+    return [{k: group[k] for k in CONFIGURED} for group in optimizer.param_groups]
+
+
+def reconfigure(optimizer: Any, scheduler: Any, values: list[dict[str, Any]]) -> None:
+    """Put this run's peak lr and weight decay back after a checkpoint's optimizer and scheduler states replaced
+    them, and set the current lr where the (new) schedule puts the resumed step.
+
+    Loading restores the saved param groups' lr/initial_lr/weight_decay and the scheduler's base_lrs, so a
+    resume with another optim.lr (say, lower after a divergence) trained on at the old one, while trainer.json
+    and MLflow recorded the new one.
+    """
+    for group, own in zip(optimizer.param_groups, values, strict=True):
+        group.update(own)
+    scheduler.base_lrs = [own["initial_lr"] for own in values]
+    for group, base, factor in zip(
+        optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True
+    ):
+        group["lr"] = base * factor(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
 def schedule(warmup: int, total: int) -> Callable[[int], float]:
     """Linear warmup from 0, then linear decay to 0 (a LambdaLR factor)."""
 

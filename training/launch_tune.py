@@ -50,7 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def tune_command(cfg: Any, args: argparse.Namespace) -> list[str]:
     cmd = ["python", "-m", "training", "tune", "--preset", cfg.preset, "--trials", str(args.trials)]
     cmd += ["--trial-timeout", str(args.trial_timeout), "--sampler", args.sampler, "--pruner", args.pruner]
-    cmd += ["--output", cfg.output_dir, "--checkpoint-uri", cfg.checkpoint_uri.rstrip("/") + "/tune"]
+    # One prefix per Job: a study launched under another Job name gets fresh trial folders (the study refuses a
+    # prefix holding trials it does not have), and a relaunch of the same Job resumes its own.
+    cmd += [
+        "--output",
+        cfg.output_dir,
+        "--checkpoint-uri",
+        f"{cfg.checkpoint_uri.rstrip('/')}/tune/{cfg.name}",
+    ]
     if args.budget_eur is not None:
         cmd += ["--budget-eur", str(args.budget_eur)]
     if args.study_name:

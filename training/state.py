@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from training import accel, distributed
 from training import checkpoint as ckpt
-from training import distributed
 from training.config import RunConfig
 from training.errors import ConfigError, DataError, PreemptionLimit, StorageUnavailable
 
@@ -289,6 +289,7 @@ def resume(
     if changed:
         log.warning("resuming with a config that differs from the checkpoint's in: %s", ", ".join(changed))
     tensors = torch_load(files["state.pt"])
+    own = accel.configured(optimizer)
     try:
         model.load_state_dict(tensors["model"])
         optimizer.load_state_dict(tensors["optimizer"])
@@ -301,6 +302,9 @@ def resume(
         ) from exc
     scheduler.load_state_dict(tensors["scheduler"])
     scaler.load_state_dict(tensors["scaler"])
+    # A new optim.lr / weight_decay, or epochs / warmup that move the schedule: applied, as the warning says.
+    if changed:
+        accel.reconfigure(optimizer, scheduler, own)
     if rank_file in files and trainer.get("world_size") == dist.world_size:
         set_rng_state(torch_load(files[rank_file]))
     else:

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from training import accel, data, distributed, features, preemption, report
+from training import accel, data, distributed, features, output_lock, preemption, report
 from training import checkpoint as ckpt
 from training import environment as env
 from training import state as state_mod
 from training.config import RunConfig
-from training.errors import EXIT_OK, EXIT_PREEMPTED, Preempted
+from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError, Preempted, TrainingError
 from training.loop import Hooks, run_loop
 from training.model import build_model, load_tokenizer
 from training.state import State
@@ -58,7 +58,9 @@ def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
         _setup_logging(env.RANK.get() or 0)
         return _lost_peer(exc)
     _setup_logging(dist.rank)
+    lock = None
     try:
+        lock = _lock_output(output, dist)
         return _run(config, output, dist, wall_start, hooks or Hooks())
     except Preempted as exc:
         log.warning("%s", exc)
@@ -73,8 +75,31 @@ def run(config: RunConfig, output: Path, hooks: Hooks | None = None) -> int:
             raise
         return _lost_peer(exc)
     finally:
+        output_lock.release(lock)
         with contextlib.suppress(Exception):
             dist.close()
+
+
+def _lock_output(output: Path, dist: distributed.Dist) -> int | None:
+    """Rank 0 takes OUTPUT's lock (training/output_lock.py); every rank learns whether it was refused, so that
+    the other ranks exit 2 with it instead of waiting in a collective for a rank 0 that is gone."""
+    fd, refusal = None, None
+    if dist.is_main:
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            fd = output_lock.acquire(output)
+        except ConfigError as exc:
+            refusal = exc
+        except OSError as exc:  # a file there, no permission, a read-only mount: was a traceback, exit 1
+            refusal = ConfigError(
+                "--output", f"cannot use {output} as the run folder ({exc}): give a writable folder"
+            )
+    message = dist.broadcast_object(str(refusal) if refusal else None)
+    if refusal is not None:
+        raise refusal
+    if message is not None:
+        raise TrainingError(message)
+    return fd
 
 
 def _lost_peer(exc: BaseException) -> int:

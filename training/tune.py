@@ -296,13 +296,15 @@ def tune(cfg: TuneConfig) -> int:
     """Run this worker's share of the study; 0 when the study is done, 75 when preempted (rerun to resume)."""
     from optuna.trial import TrialState
 
-    from training import presets, search_space, tracking, tune_report
+    from training import presets, search_space, tracking, tune_report, tune_trials
     from training.config import apply_overrides
 
     space = search_space.load(cfg.preset, cfg.space_file or search_space.SPACES)
     base = apply_overrides(apply_overrides(presets.get(cfg.preset), space.fixed), list(cfg.overrides))
+    cfg = tune_trials.with_checkpoint_prefix(cfg, base)
     trials = min(cfg.trials, _grid_size(space)) if cfg.sampler == "grid" else cfg.trials
     study = open_study(cfg, space, base.name)
+    tune_trials.refuse_leftovers(cfg, study)
     parent_run, outage = tune_report.mlflow_parent(cfg, study, base)
     flag = _StopFlag()
     previous = {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -35,7 +35,7 @@ def test_tune_job_is_a_valid_indexed_job_of_workers_sharing_the_study(
     assert container["command"][:4] == ["python", "-m", "training", "tune"]
     cmd = container["command"]
     assert cmd[cmd.index("--trials") + 1] == "12" and cmd[cmd.index("--budget-eur") + 1] == "20.0"
-    assert cmd[cmd.index("--checkpoint-uri") + 1].endswith("/tune")
+    assert cmd[cmd.index("--checkpoint-uri") + 1].endswith("/tune/sentiment-tune")  # the Job's own trials
     storage = next(e for e in container["env"] if e["name"] == "TRAINING_TUNE_STORAGE")
     assert storage["valueFrom"]["secretKeyRef"] == {"name": "optuna-storage", "key": "url"}
     assert "ports" not in container
