@@ -124,28 +124,26 @@ def _storage(url: str) -> Any:
     raise AssertionError("unreachable")
 
 
-def _sampler(cfg: TuneConfig, space: Any) -> Any:
-    import optuna
-
-    if cfg.sampler == "grid":
-        return optuna.samplers.GridSampler(space.grid(), seed=cfg.seed)
-    if cfg.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=cfg.seed)
-    return optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=min(4, cfg.trials))
-
-
 def open_study(cfg: TuneConfig, space: Any, base_name: str) -> Any:
     import optuna
 
+    from training import tune_sampler
+
     cfg.output.mkdir(parents=True, exist_ok=True)
-    return optuna.create_study(
+    study = optuna.create_study(
         study_name=cfg.study_name or f"{base_name}-{cfg.preset}",
         storage=_storage(cfg.storage_url),
-        sampler=_sampler(cfg, space),
         pruner=space.pruning.build(cfg.pruner),
         direction="maximize",
         load_if_exists=True,
     )
+    worker = cfg.worker_id
+    first = worker == "0" or (cfg.worker is None and not os.environ.get("JOB_COMPLETION_INDEX"))
+    seed = tune_sampler.sampler_seed(cfg.seed, worker, first, len(study.get_trials(deepcopy=False)))
+    study.sampler = tune_sampler.build(
+        cfg.sampler, seed, space.grid() if cfg.sampler == "grid" else None, cfg.trials
+    )
+    return study
 
 
 def spent_eur(study: Any) -> float:
