@@ -26,6 +26,7 @@ def prepare_model_repository(
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     from serving import repository
+    from serving.manifest import read_manifest
 
     if model_repository is not None:
         shutil.copytree(model_repository, target, ignore=shutil.ignore_patterns("__pycache__", ".*.tmp"))
@@ -47,7 +48,7 @@ def prepare_model_repository(
         version = repository.build(
             bundle, target, version=model_version, options=BuildOptions(backend=backend)
         )
-    manifest = repository.read_manifest(target)
+    manifest = read_manifest(target)
     served = manifest.get("pinned") or max(int(v) for v in manifest["versions"])
     return _model_labels(target, int(served)) | _bundle_label(bundle)
 
@@ -61,9 +62,9 @@ def _bundle_label(bundle: Path | None) -> dict[str, str]:
 
 
 def _model_labels(repo: Path, version: int, override: str | None = None) -> dict[str, str]:
-    from serving import repository
+    from serving.manifest import read_manifest
 
-    entry = repository.read_manifest(repo)["versions"][str(version)]
+    entry = read_manifest(repo)["versions"][str(version)]
     return {
         "model_version": override or str(version),
         "dataset_manifest_sha256": str(entry.get("dataset_manifest_sha256") or "unknown"),

@@ -52,7 +52,11 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
     )
     opts = pulumi.ResourceOptions(provider=provider)
     selectors = platform.pool_selectors()
-    alerting = monitoring.prometheus_values(monitoring.alert_rule_groups())
+    # Every stack deploys its environment's retraining pipeline (argo.declare below): its rules say so, for the alert
+    # on a pipeline deleted whole.
+    alerting = monitoring.prometheus_values(
+        monitoring.alert_rule_groups(pipeline_environment=cfg.environment)
+    )
     charts = [
         *platform.addons,
         *monitoring_charts(prometheus_storage(cfg), alerting),

@@ -43,6 +43,14 @@ INHIBIT_RULES: list[dict[str, Any]] = [
         "target_matchers": ['alertname="RetrainingPipelineStale"'],
         "equal": ["environment"],
     },
+    # The whole pipeline deleted (WorkflowTemplate and CronWorkflow): Absent says so and how to restore it. Runs made
+    # by hand from the template are not the CronWorkflow's and outlive it, so Stale can still fire on them: the same
+    # cause. (Missing needs the template and Absent its absence: the two never fire together, no pair needed.)
+    {
+        "source_matchers": ['alertname="RetrainingPipelineAbsent"'],
+        "target_matchers": ['alertname="RetrainingPipelineStale"'],
+        "equal": ["environment"],
+    },
 ]
 
 # How long Alertmanager batches alerts of a new group, re-sends an unresolved one, etc.

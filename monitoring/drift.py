@@ -170,6 +170,11 @@ def _embedding_aucs(current: Any, reference: Any) -> list[float]:
 def write(result: DriftResult, out: Path) -> None:
     import json
 
+    from monitoring.outputs import replacing
+
     out.mkdir(parents=True, exist_ok=True)
-    (out / "drift.json").write_text(json.dumps(result.report, indent=2) + "\n")
-    result.snapshot.save_html(str(out / "drift.html"))
+    # Each file replaces the last run's only once complete: a failed write leaves the previous report readable.
+    with replacing(out / "drift.json") as tmp:
+        tmp.write_text(json.dumps(result.report, indent=2) + "\n")
+    with replacing(out / "drift.html") as tmp:
+        result.snapshot.save_html(str(tmp))

@@ -75,6 +75,11 @@ EXTERNAL = {
     # The retraining WorkflowTemplate's own gauge (pipeline/argo.py PIPELINE_METRIC), which Argo's controller
     # serves with its custom-metric prefix; for dashboards (no alert reads it: gone after a controller restart).
     "argo-workflows": ("argo_workflows_ml_pipeline_succeeded",),
+    # Prometheus's own per-target series: RetrainingPipelineAbsent reads kube-state-metrics' (never fire on its outage).
+    "prometheus": ("up",),
+    # The recording rule a stack that deploys the retraining pipeline adds (infra/k8s/monitoring.py stack_rule_group):
+    # the environment the cluster should have a pipeline of, which no object says once both are deleted.
+    "stack rules": ("stack:retraining_pipeline:declared",),
 }
 KNOWN = set(OWN) | {name for names in EXTERNAL.values() for name in names}
 

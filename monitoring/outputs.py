@@ -8,6 +8,7 @@ never sees half a report.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,25 @@ def local_file(path: Path, flag: str = "--out") -> Path:
     if path.is_dir():
         raise InputError(f"{flag} {path} is a folder: give the path of the file to write")
     return path
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write to; it replaces `path` (os.replace) only once the block ends.
+
+    A reader of a local --out (the demo, a dashboard, the next run's comparison) sees the previous complete file or
+    the new one, never a truncated one: a full disk, a file-size limit or a job killed mid-write leaves the old file
+    as it was and no temporary behind. Same folder: os.replace is atomic only within one filesystem."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the report from the other users of a shared folder
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @contextmanager

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Generator
+from contextlib import closing
 from typing import Any
 
 from monitoring.errors import InputError
@@ -79,12 +81,19 @@ def _files(url: str, since: Any = None) -> list[str]:
     return [fs.unstrip_protocol(p) for p in files]
 
 
-def _text(file: str) -> str:
+def _lines(file: str) -> Generator[str, None, None]:
+    """The lines of one records file, read one at a time: a window's file is never held whole beside its rows.
+
+    Read errors (an SDK's, a byte sequence that is not UTF-8) become InputErrors naming the file; a generator, so
+    the caller's own InputError for a bad line never passes through these handlers. Text mode ends a line at LF,
+    CR LF or CR only, never at U+2028 and the other characters str.splitlines() breaks at, which a JSON string may
+    hold (the line numbers are those the whole-file read and split gave).
+    """
     import fsspec
 
     try:
         with fsspec.open(file, "r", encoding="utf-8") as fh:
-            return str(fh.read())
+            yield from fh
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{file} is not UTF-8 text ({exc.reason}): a truncated or foreign file, not records"
@@ -96,22 +105,23 @@ def _text(file: str) -> str:
 def _read(file: str) -> list[dict[str, Any]]:
     """The records of one JSON-lines file; anything else in it is an InputError naming the file and line."""
     rows: list[dict[str, Any]] = []
-    # split("\n"), not splitlines(): a JSON string may hold U+2028 and other characters splitlines() breaks at.
-    for lineno, line in enumerate(_text(file).split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
-            ) from None
-        if not isinstance(row, dict):
-            raise InputError(
-                f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
-                "records are one JSON object per line"
-            )
-        rows.append(row)
+    # closing(): a bad line ends the read at once, and the file with it (not whenever the traceback is dropped).
+    with closing(_lines(file)) as lines:
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
+                ) from None
+            if not isinstance(row, dict):
+                raise InputError(
+                    f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
+                    "records are one JSON object per line"
+                )
+            rows.append(row)
     return rows
 
 

@@ -112,15 +112,19 @@ def work_problems(work: Path) -> list[str]:
 
 
 def missing_inputs(params: dag.Params) -> list[str]:
-    """Local files the run reads that are not there: drift-check would fail (exit 1 after data-check), and a
-    missing load test only at `promote`, after the training. Object-store URIs are left to the steps."""
+    """Local files the run reads (paths or file:// URLs) that are not there: drift-check would fail (exit 1 after
+    data-check), and a missing load test only at `promote`, after the training. Object-store URIs are left to the
+    steps."""
+    from training.retry import local_path
+
     found = []
     for name, value in (
         ("reference", params.reference),
         ("current", params.current),
         ("loadtest", params.loadtest),
     ):
-        if value and "://" not in value and not Path(value).exists():
+        path = local_path(value) if value else None
+        if path is not None and not path.exists():
             found.append(f"--{name} {value} does not exist")
     return found
 

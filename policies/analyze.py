@@ -44,6 +44,12 @@ from policies.rules import ALL_RULES
 
 REPO_ROOT = PACK_DIR.parent
 CLOUDS = ("aws", "gcp", "azure")
+RESULT_SCHEMA = "policies.analyze/stack-result-v1"
+"""The `schema` of every <stack>.json this runner writes: how a later run knows a file is its own result."""
+# A result written before the marker existed: these keys, and `stack` equal to the file name.
+_LEGACY_RESULT_KEYS = frozenset(
+    {"stack", "plan", "plan_sha256", "violations", "waived", "policies", "evaluated"}
+)
 
 __all__ = [
     "PACK_DIR",
@@ -60,12 +66,14 @@ __all__ = [
     "pack_python",
     "pack_version",
     "plan_from_dict",
+    "prune_stale_results",
     "resolve_provider",
     "run",
     "start_pack",
     "stop_pack_on_sigterm",
     "to_resources",
     "to_wire",
+    "write_atomically",
 ]
 
 
@@ -93,6 +101,7 @@ def write_result(
 ) -> dict[str, Any]:
     kept, waived = waivers_mod.split(result.violations, waivers, today, plan.stack)
     doc = {
+        "schema": RESULT_SCHEMA,
         "stack": plan.stack,
         "cloud": plan.cloud,
         "environment": plan.environment,
@@ -116,13 +125,14 @@ def write_result(
         "resources_analyzed": result.resources_analyzed,
         "evaluated_on": today.isoformat(),
     }
-    _write_atomically(out_dir / f"{plan.stack}.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    write_atomically(out_dir / f"{plan.stack}.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return doc
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """The promotion gate and the demo read <stack>.json: a run that is interrupted, or fails to write
-    (disk full), or runs beside another one, leaves either the previous complete file or the new one."""
+def write_atomically(path: Path, text: str) -> None:
+    """The promotion gate, the demo and reviewers read what the runner and the report write: a run that is
+    interrupted, or fails to write (disk full), or runs beside another one, leaves either the previous
+    complete file or the new one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -132,6 +142,34 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _own_result(path: Path) -> bool:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(doc, dict) or doc.get("stack") != path.stem:
+        return False
+    return doc.get("schema") == RESULT_SCHEMA or doc.keys() >= _LEGACY_RESULT_KEYS
+
+
+def prune_stale_results(out_dir: Path, stacks: Sequence[str]) -> list[Path]:
+    """Remove the results of stacks this run did not analyse: the promotion gate and the demo read any
+    <stack>.json in the folder as current. Only files this runner wrote (its `schema` marker, or the shape it
+    wrote before the marker) go; anything else in the folder is left as it is."""
+    removed = []
+    for path in sorted(out_dir.glob("*.json")):
+        if path.stem in stacks or not path.is_file() or not _own_result(path):
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            raise PlanError(f"{path}: cannot remove the result of a stack not in this run ({err})") from err
+        removed.append(path)
+    return removed
 
 
 def mandatory(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -186,6 +224,11 @@ def run(
             docs.append(write_result(plan, result, out_dir, waivers, today))
         except OSError as err:
             raise PlanError(f"{out_dir}: cannot write the result of stack {plan.stack} ({err})") from err
+    # Only once every result of this run is written: a failed run leaves the folder as the last good one did.
+    for path in prune_stale_results(out_dir, [plan.stack for plan in plans]):
+        print(
+            f"removed {path}: stack {path.stem} was not in this run (its result was stale)", file=sys.stderr
+        )
     return docs
 
 

@@ -10,9 +10,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,9 @@ def start_pack(
         env=env,
         stdout=subprocess.PIPE,
         stderr=err,
+        # SIGKILL of the runner runs no `finally`: the pack (a gRPC server that blocks until killed) was left
+        # running under init. The kernel sends it SIGTERM when the runner dies, however it dies.
+        preexec_fn=_die_with_runner(),
     )
     try:
         port = _read_port(proc, stderr_path)
@@ -103,6 +107,25 @@ def start_pack(
         proc.wait(timeout=10)
         err.close()
         stderr_path.unlink(missing_ok=True)
+
+
+def _die_with_runner() -> Callable[[], None] | None:
+    """Linux: the pack gets SIGTERM when the runner dies, even by SIGKILL. The same few lines as
+    pipeline/supervise.py's `_die_with_runner`, not imported from there: this folder is published on its own
+    (tests/policies/test_policy_pack_modes.py refuses imports of the repository's other packages)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    runner = os.getpid()
+
+    def child() -> None:
+        prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        if os.getppid() != runner:  # the runner died before that took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return child
 
 
 def _read_port(proc: subprocess.Popen[bytes], stderr_path: Path) -> int:

@@ -122,11 +122,19 @@ def build(
         commit=git_commit(analyze.REPO_ROOT),
         ens_category=ens_categories(docs),
     )
+    outputs = {
+        "compliance.md": render_markdown(report),
+        "compliance.html": render_html(report),
+        "policy.sarif": json.dumps(render_sarif(report), indent=2) + "\n",
+        "policy-junit.xml": render_junit(report),
+    }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compliance.md").write_text(render_markdown(report), encoding="utf-8")
-    (out / "compliance.html").write_text(render_html(report), encoding="utf-8")
-    (out / "policy.sarif").write_text(json.dumps(render_sarif(report), indent=2) + "\n", encoding="utf-8")
-    (out / "policy-junit.xml").write_text(render_junit(report), encoding="utf-8")
+    for name, text in outputs.items():
+        try:
+            # Replaced, never rewritten in place: a full disk or a kill mid-write keeps the previous file whole.
+            analyze.write_atomically(out / name, text)
+        except OSError as err:
+            raise analyze.PlanError(f"{out / name}: cannot write the report ({err})") from err
     return report
 
 

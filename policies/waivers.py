@@ -9,6 +9,7 @@ a waived finding is reported as advisory instead of blocking.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 WAIVERS_FILE = Path(__file__).with_name("waivers.yaml")
+TOP_LEVEL = ("waivers",)
 REQUIRED = ("rule", "finding", "stacks", "resources", "justification", "approver", "expires")
 # What a waiver accepts: a check that cannot decide at preview (a value unknown until it exists), or a
 # violation the reviewer accepts as it is. One never stands for the other: a waiver written because the
@@ -57,8 +59,7 @@ class Waiver:
             return False
         if self.finding != ("undetermined" if undetermined else "violation"):
             return False
-        name = urn.rsplit("::", 1)[-1] if urn else ""
-        return any(fnmatch.fnmatchcase(urn, p) or fnmatch.fnmatchcase(name, p) for p in self.resources)
+        return any(pattern_matches(p, urn) for p in self.resources)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +72,61 @@ class Waiver:
             "approver": self.approver,
             "expires": self.expires.isoformat(),
         }
+
+
+def refuse_unknown_keys(keys: Iterable[Any], allowed: Sequence[str], where: str) -> None:
+    """A misspelt key ('waiver:', 'expiry:', 'reson:') must not load as if it were absent: a misspelt top-level
+    key silently dropped every waiver, and the reviewer's fix never applied."""
+    unknown = sorted(str(k) for k in keys if k not in allowed)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    raise WaiverError(f"{where}: unknown field(s) {', '.join(hints)}; the fields it accepts: {list(allowed)}")
+
+
+def pattern_matches(pattern: str, urn: str) -> bool:
+    """A URN pattern (it contains '::') is matched against the URN, a name pattern against the resource name
+    only: matched against the URN too, a name pattern such as '*Bucket*' or '*aws:*' waived whole types."""
+    if "::" in pattern:
+        return fnmatch.fnmatchcase(urn, pattern)
+    return fnmatch.fnmatchcase(urn.rsplit("::", 1)[-1] if urn else "", pattern)
+
+
+_WILDCARDS = frozenset("*?[")
+
+
+def check_pattern(pattern: str, stacks: Sequence[str], where: str) -> None:
+    """A waiver names resources, never a type or a provider. A name pattern keeps a literal part; a URN pattern
+    ends in `::<type>::<name>` with the type written out: wildcards may stand for the stack, the project and the
+    name, never for any part of the type (`urn:pulumi:prod::ml::aws:*` would waive every AWS resource)."""
+    if not pattern.strip("*?[]:"):
+        raise WaiverError(
+            f"{where}: resources pattern {pattern!r} matches everything; name the resources (e.g. 'mlp-*-logs')"
+        )
+    if "::" not in pattern and not pattern.startswith("urn:"):
+        return
+    parts = pattern.split("::")
+    example = "'urn:pulumi:prod::eu-ml-platform::aws:s3/bucket:Bucket::mlp-prod-*'"
+    if len(parts) < 3:
+        raise WaiverError(
+            f"{where}: resources pattern {pattern!r} is not a URN pattern ending in ::<type>::<name>; write "
+            f"one resource type out, e.g. {example}, or a name pattern (no '::')"
+        )
+    rtype = parts[-2]
+    if not rtype or _WILDCARDS & set(rtype) or ":" not in rtype:
+        raise WaiverError(
+            f"{where}: resources pattern {pattern!r}: its type part {rtype!r} must be one resource type written "
+            f"out, with no wildcard (wildcards only in the stack, project and name), e.g. {example}"
+        )
+    if parts[0].startswith("urn:pulumi:"):
+        stack = parts[0].removeprefix("urn:pulumi:")
+        if not _WILDCARDS & set(stack) and stack not in stacks:
+            raise WaiverError(
+                f"{where}: resources pattern {pattern!r} names stack {stack!r}, which is not in stacks {list(stacks)}"
+            )
 
 
 def _strings(value: Any, what: str, where: str) -> tuple[str, ...]:
@@ -94,12 +150,11 @@ def parse(
         where = f"{source}: waiver #{n + 1}"
         if not isinstance(e, dict):
             raise WaiverError(f"{where}: must be a mapping with {list(REQUIRED)}")
+        # Before the missing keys: 'expiry:' is a misspelt 'expires:', and the message should say so.
+        refuse_unknown_keys(e, REQUIRED, where)
         missing = [k for k in REQUIRED if not e.get(k)]
         if missing:
             raise WaiverError(f"{where} lacks {missing}; every waiver needs {list(REQUIRED)}")
-        extra = sorted(set(e) - set(REQUIRED))
-        if extra:
-            raise WaiverError(f"{where}: unknown field(s) {extra}; allowed: {list(REQUIRED)}")
         rule = str(e["rule"])
         if known is not None and rule not in known:
             raise WaiverError(
@@ -111,15 +166,12 @@ def parse(
                 f"{where}: finding={finding!r}; write 'undetermined' (the value is unknown at preview) or "
                 "'violation' (the known finding is accepted as it is)"
             )
-        resources = _strings(e["resources"], "resources", where)
-        for pattern in resources:
-            if not pattern.strip("*?[]:"):
-                raise WaiverError(
-                    f"{where}: resources pattern {pattern!r} matches everything; name the resources (e.g. 'mlp-*-logs')"
-                )
         stacks = _strings(e["stacks"], "stacks", where)
         if "*" in stacks:
             raise WaiverError(f"{where}: stacks must list stack names ('*' is refused)")
+        resources = _strings(e["resources"], "resources", where)
+        for pattern in resources:
+            check_pattern(pattern, stacks, where)
         expires = e["expires"]
         if isinstance(expires, str):
             try:
@@ -155,6 +207,7 @@ def load(
         raise WaiverError(f"{path}: not valid YAML ({err})") from err
     if not isinstance(data, dict) or not isinstance(data.get("waivers") or [], list):
         raise WaiverError(f"{path}: expected a mapping with a 'waivers' list")
+    refuse_unknown_keys(data, TOP_LEVEL, str(path))
     return parse(data.get("waivers") or [], str(path), rules=rules, today=today)
 
 
@@ -195,14 +248,12 @@ def status(
 def refuse_catch_alls(waivers: Sequence[Waiver], stack: str, resources: Sequence[dict[str, Any]]) -> None:
     """A waiver whose patterns match every resource of a stack it names ('*-*', 'urn:*', 'mlp-*') is a rule
     switched off, not a reviewed exception: refused, with the resources count, before any report is written."""
-    names = [(r.get("urn") or "", r.get("name") or "") for r in resources]
-    if len(names) < 2:
+    urns = [r.get("urn") or "" for r in resources]
+    if len(urns) < 2:
         return
     for w in waivers:
-        if stack in w.stacks and all(
-            any(fnmatch.fnmatchcase(u, p) or fnmatch.fnmatchcase(n, p) for p in w.resources) for u, n in names
-        ):
+        if stack in w.stacks and all(any(pattern_matches(p, u) for p in w.resources) for u in urns):
             raise WaiverError(
-                f"waiver #{w.index} ({w.rule}): resources {list(w.resources)} match all {len(names)} resources "
+                f"waiver #{w.index} ({w.rule}): resources {list(w.resources)} match all {len(urns)} resources "
                 f"of stack {stack}; name the resources it accepts"
             )

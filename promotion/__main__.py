@@ -15,8 +15,11 @@ candidate (the record says why); 2 the command could not run (bad input or confi
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from promotion.config import load_config
 from promotion.errors import PromotionError
@@ -266,5 +269,32 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+class Terminated(BaseException):
+    """SIGTERM (a cancelled CI job, a pod deleted) as an exception, so that the clean-up Ctrl-C gets runs too: the
+    deploy or smoke command is stopped (subprocess.run kills it) and the environment's lock is removed. Python's
+    default for SIGTERM is to die on the spot, leaving both behind."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def cli() -> int:
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return main()
+    except Terminated:
+        print(
+            "promotion: terminated (SIGTERM); its command was stopped and its lock removed. If it had started "
+            "deploying, check `python -m promotion history` and the deployed image before running it again",
+            file=sys.stderr,
+        )
+        sys.stderr.flush()
+        # Die of the signal as before, so callers see the same status (143 in a shell, -15 from Popen).
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 143
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -105,6 +105,8 @@ class Evidence:
     approval: Document | None = None
     policy_plan_sha256: str | None = None
     """sha256 of the plan file the policy report names, as that file is now (None: not on this machine)."""
+    policy_plan_note: str | None = None
+    """Why the report's plan could not be compared (None: it was, or there is no report)."""
     inputs: dict[str, str | None] = field(default_factory=dict)
     """Where each input was looked for (also for the ones not found)."""
 
@@ -137,6 +139,7 @@ def load_evidence(
         "approval": approval,
     }
     report = read_json(policy_report, "policy report")
+    plan_sha256, plan_note = _plan_now(report)
     return Evidence(
         candidate_uri=candidate,
         metrics=metrics,
@@ -146,7 +149,8 @@ def load_evidence(
         cost=read_json(join(candidate, "cost.json"), "cost record"),
         loadtest=read_json(loadtest, "load test report"),
         policy_report=report,
-        policy_plan_sha256=_plan_now(report),
+        policy_plan_sha256=plan_sha256,
+        policy_plan_note=plan_note,
         build_record=read_json(build_record, "image build record"),
         approval=read_json(
             approval, "approval record", required=True, fix="the approval file given does not exist"
@@ -155,11 +159,37 @@ def load_evidence(
     )
 
 
-def _plan_now(report: Document | None) -> str | None:
+def _plan_now(report: Document | None) -> tuple[str | None, str | None]:
     """The plan the report was made from, hashed as it is now: a plan changed since (infra edited, `make plan` run
-    again, `make policy` forgotten) makes the report stale evidence."""
-    plan = report.data.get("plan") if report else None
-    if not isinstance(plan, str) or not plan:
-        return None
-    raw = read_bytes(plan)
-    return None if raw is None else sha256(raw)
+    again, `make policy` forgotten) makes the report stale evidence. Returns (sha256, None), or (None, why the plan
+    could not be compared)."""
+    if report is None:
+        return None, None
+    plan = report.data.get("plan")
+    if not isinstance(plan, str) or not plan or not report.data.get("plan_sha256"):
+        return (
+            None,
+            "the report names no plan and plan_sha256 (made before they were recorded: run `make policy`)",
+        )
+    for where in plan_candidates(plan, report.uri):
+        raw = read_bytes(where)
+        if raw is not None:
+            return sha256(raw), None
+    return None, (
+        f"its plan {plan} is not on this machine (looked in {', '.join(plan_candidates(plan, report.uri))}): "
+        "run where `make plan` rendered it, or pass the report of the plan you deploy"
+    )
+
+
+def plan_candidates(plan: str, report_uri: str) -> list[str]:
+    """Where the plan a report names may be. policies.analyze records the path as it was given, so a relative one
+    is relative to the folder analyze ran in: `make policy` runs at the repository root and writes the reports
+    under it (reports/policy/<stack>.json names reports/plan/<stack>.json), so that folder is one of the report's
+    own ancestors, nearest first; the working directory comes last (analyze and promotion run in one folder)."""
+    if "://" in plan or Path(plan).is_absolute():
+        return [plan]
+    found: list[str] = []
+    if "://" not in report_uri:
+        found = [str(folder / plan) for folder in Path(report_uri).resolve().parents]
+    here = str(Path(plan).resolve())
+    return [*(f for f in found if f != here), here]

@@ -221,9 +221,14 @@ def loadtest_errors(loadtest: dict[str, Any] | None, cfg: GateConfig) -> GateRes
 
 
 def policy_clean(
-    report: dict[str, Any] | None, env: EnvironmentConfig, plan_sha256_now: str | None = None
+    report: dict[str, Any] | None,
+    env: EnvironmentConfig,
+    plan_sha256_now: str | None = None,
+    *,
+    plan_note: str | None = None,
 ) -> GateResult:
-    """`plan_sha256_now`: the hash of the plan file the report names, as it is now (None: not here to compare)."""
+    """`plan_sha256_now`: the hash of the plan file the report names, as it is now (None: not here to compare,
+    `plan_note` says why; the gate judges the report as it is, and its detail says it could not check staleness)."""
     name = "policy-clean"
     if report is None:
         return GateResult(
@@ -261,7 +266,9 @@ def policy_clean(
         len(mandatory),
         0,
         f"{len(mandatory)} mandatory and {len(violations) - len(mandatory)} advisory violation(s) in stack {env.stack}, "
-        f"{len(report.get('waived') or [])} waived" + (f": fix {', '.join(names)}" if mandatory else ""),
+        f"{len(report.get('waived') or [])} waived"
+        + (f": fix {', '.join(names)}" if mandatory else "")
+        + (f"; not checked against the current plan: {plan_note}" if plan_note else ""),
     )
 
 

@@ -9,7 +9,9 @@ The lock is an object beside the history, created with the store's own create-on
 (evidence.write_bytes(exclusive=True)): exactly one writer wins on a local disk, S3, GCS and Azure Blob alike. It
 is removed when the operation ends, however it ends in Python (a gate's no, an error, Ctrl-C). A holder killed outright (SIGKILL, a
 lost node) leaves it: the next run is refused, naming the holder, and `python -m promotion unlock` removes it once
-someone has checked what the interrupted run changed, as Terraform's `force-unlock` does for its state.
+someone has checked what the interrupted run changed, as Terraform's `force-unlock` does for its state. One case
+needs no person: a holder provably gone (takeover.py: same machine, boot and process namespace, its pid ended, and
+no process left carrying its lock id, such as the deploy it had started) is taken over, with a log line.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from promotion import takeover
 from promotion.errors import PromotionError
 from promotion.evidence import join, read_bytes, remove, write_bytes
 
@@ -77,10 +80,9 @@ def held(
         # host is the pipeline step's pod name, which starts with its Workflow's.
         "run": _github_run(),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **takeover.identity(),
     }
-    try:
-        write_bytes(uri, (json.dumps(holder, indent=2) + "\n").encode(), exclusive=True)
-    except FileExistsError:
+    if not _acquire(uri, holder):
         other = _holder(read_bytes(uri))
         who = ", ".join(
             f"{k} {other[k]}"
@@ -93,9 +95,16 @@ def held(
             f"(`python -m promotion history --env {environment}`, the deployed image), then remove the lock: "
             f"`{_unlock_command(environment, str(other.get('lock_id', '')))}`. Nothing was changed"
         ) from None
+    # The deploy and smoke commands inherit it: while one still runs, its holder is not gone (takeover.gone).
+    before = os.environ.get(takeover.ENV)
+    os.environ[takeover.ENV] = holder["lock_id"]
     try:
         yield holder
     finally:
+        if before is None:
+            os.environ.pop(takeover.ENV, None)
+        else:
+            os.environ[takeover.ENV] = before
         try:
             release(uri, holder["lock_id"])
         except Exception as exc:  # never hide the operation's own outcome behind a failed clean-up
@@ -104,6 +113,36 @@ def held(
                 f"refused until `{_unlock_command(environment, holder['lock_id'])}`",
                 file=sys.stderr,
             )
+
+
+def _acquire(uri: str, holder: dict[str, Any]) -> bool:
+    """Create the lock; False when another holds it. A holder provably gone is replaced, saying so."""
+    data = (json.dumps(holder, indent=2) + "\n").encode()
+    try:
+        write_bytes(uri, data, exclusive=True)
+        return True
+    except FileExistsError:
+        pass
+    other = _holder(read_bytes(uri))
+    gone = takeover.gone(other)
+    if not gone or not takeover.remove_if_still(uri, str(other.get("lock_id")), lambda: _current_id(uri)):
+        return False
+    print(
+        f"promotion: took over the lock {uri} left by {other.get('operation')} pid {other.get('pid')} on "
+        f"{other.get('host')} (lock id {other.get('lock_id')}, created {other.get('created')}): {gone}. "
+        f"Check what it changed: `python -m promotion history --env {holder['environment']}`",
+        file=sys.stderr,
+    )
+    try:
+        write_bytes(uri, data, exclusive=True)
+        return True
+    except FileExistsError:  # another run got in between: it holds the environment now
+        return False
+
+
+def _current_id(uri: str) -> str | None:
+    raw = read_bytes(uri)
+    return None if raw is None else str(_holder(raw).get("lock_id") or UNREADABLE)
 
 
 def release(uri: str, lock_id: str) -> bool:

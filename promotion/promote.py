@@ -62,7 +62,10 @@ def run_gates(
         gates.latency_slo(loadtest, env),
         gates.loadtest_errors(loadtest, g),
         gates.policy_clean(
-            evidence.policy_report.data if evidence.policy_report else None, env, evidence.policy_plan_sha256
+            evidence.policy_report.data if evidence.policy_report else None,
+            env,
+            evidence.policy_plan_sha256,
+            plan_note=evidence.policy_plan_note,
         ),
         gates.images_pinned(build, env, local_run=local_run),
         gates.approval(evidence.approval.data if evidence.approval else None, env, requested_by=requested_by),

@@ -177,7 +177,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from serving.repository import KEEP_VERSIONS, MODELS, pin, versions
+    from serving.manifest import versions
+    from serving.repository import KEEP_VERSIONS, MODELS, pin
 
     if args.version == "latest":
         version = None

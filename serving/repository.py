@@ -43,6 +43,7 @@ from serving.config import (
     WarmupInput,
 )
 from serving.errors import ConfigError
+from serving.manifest import MANIFEST, locked, read_manifest, write_manifest
 
 ENDPOINT = "sentiment"
 ENSEMBLE = ENDPOINT  # the name clients call (it was an ensemble; kept for importers)
@@ -50,7 +51,6 @@ CLASSIFIER = "classifier"
 MODELS = (CLASSIFIER, ENDPOINT)  # load order: the endpoint's BLS calls need the classifier
 STEPS_FILE = "steps.json"
 MODEL_SOURCES = Path(__file__).resolve().parent / "models"
-MANIFEST = "repository.json"
 MONITORING_SOURCES = Path(__file__).resolve().parent.parent / "monitoring"
 MONITORING_MODULES = ("__init__.py", "environment.py", "records.py")
 # Keep the version before the newest loaded: requests can still pin it while a rollout is judged.
@@ -242,27 +242,6 @@ def model_configs(
     return {c.name: c for c in (endpoint, classifier)}
 
 
-def read_manifest(repo: str | Path) -> dict[str, Any]:
-    path = Path(repo) / MANIFEST
-    if not path.is_file():
-        return {"versions": {}, "options": None, "pinned": None}
-    try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        # Never rewritten here: it lists every version's bundle and metrics (nothing else records them).
-        raise ConfigError(
-            f"{path} is not valid JSON ({exc}): restore it (e.g. from version control) before "
-            "building or pinning; the version folders beside it are untouched"
-        ) from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("versions"), dict):
-        raise ConfigError(f"{path} has no 'versions' object: it is not a serving repository manifest")
-    return manifest
-
-
-def versions(repo: str | Path) -> list[int]:
-    return sorted(int(v) for v in read_manifest(repo)["versions"])
-
-
 def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
     options = BuildOptions(**manifest["options"])
     latest = str(max(int(v) for v in manifest["versions"]))
@@ -273,7 +252,7 @@ def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
     for name, config in configs.items():
         (repo / name).mkdir(parents=True, exist_ok=True)
         (repo / name / "config.pbtxt").write_text(config.render())
-    (repo / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_manifest(repo, manifest)
 
 
 def build(
@@ -285,8 +264,12 @@ def build(
 ) -> int:
     """Add the bundle to `repo` as a new version of every model; return the version number."""
     bundle: Bundle = load_bundle(bundle_path)
-    options = options or BuildOptions()
     repo = Path(repo)
+    with locked(repo):  # serving/manifest.py: two builds took the same version number
+        return _build(bundle, repo, version, options or BuildOptions())
+
+
+def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOptions) -> int:
     manifest = read_manifest(repo)
     existing = [int(v) for v in manifest["versions"]]
     latest = max(existing, default=0)
@@ -384,6 +367,13 @@ def _backfill_fused_graphs(repo: Path, older: list[int]) -> None:
 def pin(repo: str | Path, version: int | None) -> None:
     """Serve only `version` (a rollback), or None to return to the newest versions."""
     repo = Path(repo)
+    if not repo.is_dir():
+        raise ConfigError(f"{repo} has no versions: run `python -m serving build BUNDLE {repo}` first")
+    with locked(repo):
+        _pin(repo, version)
+
+
+def _pin(repo: Path, version: int | None) -> None:
     manifest = read_manifest(repo)
     if not manifest["versions"]:
         raise ConfigError(f"{repo} has no versions: run `python -m serving build BUNDLE {repo}` first")

@@ -37,6 +37,8 @@ def _read_texts(
             ]
     except FileNotFoundError:
         raise ExportError(f"--texts {path}: no such file") from None
+    except OSError as exc:  # a folder, no permission: was a traceback (exit 1)
+        raise ExportError(f"--texts {path}: {exc.strerror}: pass a .jsonl/.csv/.txt file") from None
     except (ValueError, csv.Error) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ExportError(
             f"--texts {path}: cannot be read as UTF-8 {path.suffix or 'text'} ({exc})"
@@ -60,6 +62,26 @@ def _read_texts(
     return texts, [lab for lab in labels if lab is not None]
 
 
+def _read_metrics(path: Path) -> dict[str, Any]:
+    """The run's metrics.json, whose test scores go into metadata.json (and from there into promotion).
+
+    A damaged one (a run killed while writing it) used to be a JSONDecodeError/AttributeError traceback, exit 1.
+    """
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ExportError(
+            f"metrics file {path} cannot be read as JSON ({exc}): pass the run's metrics.json with --metrics, "
+            "or rerun the training that writes it"
+        ) from None
+    if not isinstance(run, dict) or not isinstance(run.get("test", {}), dict):
+        raise ExportError(
+            f"metrics file {path} is not a run's metrics.json (a JSON object with a `test` object): "
+            "pass the right one with --metrics"
+        )
+    return run
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export",
@@ -68,7 +90,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "texts of the preset's data (or on --texts).",
     )
     p.add_argument("model_dir", type=Path, help="Hugging Face model folder (a run's DIR/model)")
-    p.add_argument("--out", type=Path, required=True, help="bundle folder to create (replaced if it exists)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="bundle folder to create (an earlier bundle there is replaced; any other folder is refused)",
+    )
     p.add_argument(
         "--preset", default="demo", help="preset whose data split gives the test texts (default demo)"
     )
@@ -101,6 +128,15 @@ def _cli_export(args: argparse.Namespace) -> int:
     from training import data, presets
     from training.config import apply_overrides
 
+    # 0 or less used to pass silently: --n-texts -3 dropped the last 3 texts, --max-length 0 meant the default.
+    if args.n_texts < 1:
+        raise ExportError(
+            f"--n-texts {args.n_texts}: pass at least 1 (release bundles check >= {MIN_PARITY_TEXTS})"
+        )
+    if args.max_length is not None and args.max_length < 2:
+        raise ExportError(
+            f"--max-length {args.max_length}: pass >= 2 (the [CLS] and [SEP] tokens), or omit it"
+        )
     config = apply_overrides(presets.get(args.preset), args.overrides)
     if args.data:
         config = apply_overrides(config, {"data.source": args.data})
@@ -115,9 +151,11 @@ def _cli_export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     extra: dict[str, Any] = {"model_name": config.name, "model_version": args.model_version}
+    if args.metrics is not None and not args.metrics.is_file():
+        raise ExportError(f"--metrics {args.metrics}: no such file: pass the run's metrics.json or omit it")
     metrics_file = args.metrics or args.model_dir / ".." / "metrics.json"
     if metrics_file.is_file():
-        run = json.loads(metrics_file.read_text())
+        run = _read_metrics(metrics_file)
         extra["metrics"] = run.get("test", {})
         extra["dataset_manifest_sha256"] = run.get("dataset_manifest_sha256")
     # An ExportError is a TrainingError: the training CLI prints it and exits 2.
@@ -128,7 +166,7 @@ def _cli_export(args: argparse.Namespace) -> int:
         args.out,
         texts,
         labels,
-        max_length=args.max_length or config.data.max_length,
+        max_length=config.data.max_length if args.max_length is None else args.max_length,
         metadata=extra,
         quantize=args.quantize,
         optimize=args.optimize,

@@ -68,7 +68,10 @@ def finish(
     save_times: list[float],
     token_cache: str,
     wall_start: float,
+    *,
+    wall_seconds: float | None = None,
 ) -> int:
+    """``wall_seconds``: the run's time when this attempt trained nothing (training/rerun.py reported_wall)."""
     model_dir = output / "model"
     raw_model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
@@ -86,7 +89,7 @@ def finish(
             seed=config.seed,
         )
     beats = bool(base) and results["test"]["accuracy"] > base["tfidf_logreg"]["test"]["accuracy"]
-    wall = state.wall_seconds + (time.monotonic() - wall_start)
+    wall = state.wall_seconds + (time.monotonic() - wall_start) if wall_seconds is None else wall_seconds
     out: dict[str, Any] = {
         "test": results["test"],
         "validation": results["validation"],

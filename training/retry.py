@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from training.errors import StorageUnavailable
@@ -41,6 +42,17 @@ _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 def object_store(uri: str) -> bool:
     """A URL of an object store (s3://, gs://, az://, ...), not a path or a file:// URL of this machine."""
     return "://" in uri and not uri.startswith("file://")
+
+
+def local_path(uri: str) -> Path | None:
+    """The path of this machine that `uri` names (a plain path, or a file:// URL), None for an object store.
+
+    As fsspec reads a file:// URL: the prefix dropped, nothing unquoted (`file:///data/x` is /data/x). A check
+    that a local input exists must use this: `Path("file:///data/x")` never exists, and skipping every "://"
+    skipped file:// inputs, which the steps then failed to find."""
+    if object_store(uri):
+        return None
+    return Path(uri.removeprefix("file://"))
 
 
 def is_transient(exc: BaseException) -> bool:

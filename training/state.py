@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from training import accel, distributed
+from training import accel, distributed, rerun
 from training import checkpoint as ckpt
 from training.config import RunConfig
 from training.errors import ConfigError, DataError, PreemptionLimit, StorageUnavailable
@@ -180,7 +180,7 @@ def check_batch_order(trainer: dict[str, Any], name: str, config: RunConfig) -> 
     loop spinning forever without a step (a larger batch_size), deaf to SIGTERM. An epoch boundary is exact.
     """
     position = int(trainer["state"].get("batch_in_epoch", 0))
-    saved, current = _flat(trainer.get("config") or {}), _flat(config.to_dict())
+    saved, current = rerun.flat(trainer.get("config") or {}), rerun.flat(config.to_dict())
     changed = [k for k in BATCH_ORDER_KEYS if k in saved and k in current and saved[k] != current[k]]
     if position == 0 or not changed:
         return
@@ -192,16 +192,6 @@ def check_batch_order(trainer: dict[str, Any], name: str, config: RunConfig) -> 
         "resuming would skip or repeat rows. Resume with "
         f"{' '.join(f'{k}={saved[k]}' for k in changed)}, or start a new checkpoint.uri",
     )
-
-
-def _flat(saved: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in saved.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def check_fresh_start(store: ckpt.Store) -> None:
@@ -249,7 +239,9 @@ def resume(
     manifest_sha: str,
     *,
     rescue: ckpt.Store | None = None,
+    total_steps: int | None = None,
 ) -> State | None:
+    """Load the newest complete checkpoint (None: none); ``total_steps``: for a finished run (training/rerun.py)."""
     corrupt: list[str] = []
     found = latest_resumable(store, corrupt) if dist.is_main else None  # rank 0 verifies every candidate file
     if dist.is_main and rescue is not None:
@@ -272,6 +264,7 @@ def resume(
         files = found.files
     trainer = json.loads(files["trainer.json"])
     check_world_size(trainer, f"{store.uri}/{name}", dist.world_size)
+    more = total_steps is not None and rerun.trains_on(trainer, f"{store.uri}/{name}", config, total_steps)
     check_batch_order(trainer, f"{store.uri}/{name}", config)
     if trainer["dataset_manifest_sha256"] != manifest_sha:
         raise DataError(
@@ -315,6 +308,8 @@ def resume(
         )
     fields = {f.name for f in dataclasses.fields(State)}
     state = State(**{k: v for k, v in trainer["state"].items() if k in fields})
+    if more:
+        rerun.reopen(state)
     log.info(
         "resumed from %s/%s: step %d, epoch %d, batch %d",
         store.uri,

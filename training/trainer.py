@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training import accel, data, distributed, features, output_lock, preemption, report
+from training import accel, data, distributed, features, output_lock, preemption, report, rerun
 from training import checkpoint as ckpt
 from training import environment as env
 from training import state as state_mod
@@ -174,6 +174,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
                 scaler,
                 dataset.manifest["sha256"],
                 rescue=rescue,
+                total_steps=total_steps,
             )
             or state
         )
@@ -196,6 +197,8 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
     uninstall = preemption.install_signal_handlers(stop)
     watcher = preemption.start_watcher(stop)
     save_times: list[float] = []
+    # A finished run rerun with its config (training/rerun.py): nothing trains, so it costs no more than it did.
+    reported_wall = rerun.reported_wall(output, state, dataset.manifest["sha256"]) if state.finished else None
     try:
         if not state.finished:
             run_loop(
@@ -250,4 +253,5 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
         save_times,
         token_cache,
         wall_start,
+        wall_seconds=reported_wall,
     )

@@ -294,7 +294,7 @@ def tune(cfg: TuneConfig) -> int:
     """Run this worker's share of the study; 0 when the study is done, 75 when preempted (rerun to resume)."""
     from optuna.trial import TrialState
 
-    from training import presets, search_space, tracking, tune_report, tune_trials
+    from training import presets, search_space, tracking, tune_definition, tune_report, tune_trials
     from training.config import apply_overrides
 
     space = search_space.load(cfg.preset, cfg.space_file or search_space.SPACES)
@@ -302,6 +302,7 @@ def tune(cfg: TuneConfig) -> int:
     cfg = tune_trials.with_checkpoint_prefix(cfg, base)
     trials = min(cfg.trials, _grid_size(space)) if cfg.sampler == "grid" else cfg.trials
     study = open_study(cfg, space, base.name)
+    tune_definition.check(study, cfg, space, base)  # a resumed study searches what it searched
     tune_trials.refuse_leftovers(cfg, study)
     parent_run, outage = tune_report.mlflow_parent(cfg, study, base)
     flag = _StopFlag()

@@ -42,13 +42,39 @@ PAGING_ANNOTATION = "platform.eu-ml/paging"
 PAGERS = ("pagerduty", "opsgenie")
 
 
-def alert_rule_groups(rules_dir: Path = RULES_DIR) -> list[dict[str, Any]]:
-    """Every rule group of monitoring/rules/*.yaml (Prometheus's `groups:` format), in file order."""
+# What only the stack knows, as a series the repository's rules read: the environment whose retraining pipeline it
+# deploys. RetrainingPipelineAbsent (monitoring/rules/training.yaml) fires for it when kube-state-metrics sees neither
+# its WorkflowTemplate nor its CronWorkflow; deleted together they leave no other series that could say so.
+PIPELINE_DECLARED = "stack:retraining_pipeline:declared"
+STACK_GROUP = "stack"
+
+
+def alert_rule_groups(
+    rules_dir: Path = RULES_DIR, *, pipeline_environment: str | None = None
+) -> list[dict[str, Any]]:
+    """Every rule group of monitoring/rules/*.yaml (Prometheus's `groups:` format), in file order; then, for a stack
+    that deploys the retraining pipeline of `pipeline_environment`, the group declaring it (PIPELINE_DECLARED)."""
     groups: list[dict[str, Any]] = []
     for path in sorted(rules_dir.glob("*.yaml")):
         document = yaml.safe_load(path.read_text()) or {}
         groups.extend(document.get("groups") or [])
+    if pipeline_environment is not None:
+        groups.append(stack_rule_group(pipeline_environment))
     return groups
+
+
+def stack_rule_group(pipeline_environment: str) -> dict[str, Any]:
+    """The stack's own recording rule: one constant series naming the environment whose pipeline it deploys."""
+    return {
+        "name": STACK_GROUP,
+        "rules": [
+            {
+                "record": PIPELINE_DECLARED,
+                "expr": "vector(1)",
+                "labels": {"environment": pipeline_environment},
+            }
+        ],
+    }
 
 
 def dashboards(dashboards_dir: Path = DASHBOARDS_DIR) -> dict[str, str]:

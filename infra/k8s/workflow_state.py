@@ -37,7 +37,8 @@ skipped behind a hung one by `concurrencyPolicy: Forbid`, the controller down) l
 RetrainingPipelineStale counts from the last successful run, or from the CronWorkflow's creation, instead. A deleted
 CronWorkflow takes the runs it created with it (their ownerReferences) and leaves no series at all: the stack's
 WorkflowTemplate of the same name stays, and RetrainingCronWorkflowMissing fires on a template without its
-CronWorkflow.
+CronWorkflow. Both deleted leave no series of the pipeline at all: RetrainingPipelineAbsent compares them with the
+environment the stack declares (infra/k8s/monitoring.py PIPELINE_DECLARED).
 """
 
 from __future__ import annotations

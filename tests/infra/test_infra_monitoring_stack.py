@@ -57,7 +57,11 @@ def test_prometheus_gets_the_repositorys_rules_our_alertmanager_and_a_pushgatewa
         for g in yaml.safe_load(path.read_text())["groups"]
     ]  # fmt: skip
     assert expected, "monitoring/rules/ holds no rule groups"
-    assert values["serverFiles"]["alerting_rules.yml"]["groups"] == expected
+    # ...then the stack's own group: the environment whose retraining pipeline it deploys (test_infra_pipeline_absent).
+    environment = planner.load_stack(stack).environment
+    declared = {"name": "stack", "rules": [{"record": "stack:retraining_pipeline:declared", "expr": "vector(1)",
+                                            "labels": {"environment": environment}}]}  # fmt: skip
+    assert values["serverFiles"]["alerting_rules.yml"]["groups"] == [*expected, declared]
     assert values["server"]["alertmanagers"] == [
         {"static_configs": [{"targets": ["alertmanager.monitoring.svc:9093"]}]}
     ]
@@ -281,16 +285,10 @@ def test_staging_and_prod_pin_alertmanager_by_digest(plans: dict[str, Plan]) -> 
 def test_every_stacks_alertmanager_silences_what_the_inhibit_rules_say(stack: str, tmp_path: Path) -> None:
     """The stack's own alertmanager.yml in a real Alertmanager: a failing retraining pipeline sends one
     notification, not Failed and Stale (the email-only stacks once had no inhibit rules at all)."""
-    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-    if binary is None:
-        pytest.skip("Alertmanager is missing: apt-get install prometheus-alertmanager")
-    import datetime as dt
-    import urllib.request
-
+    from alertmanager_api import alert_states
     from test_infra_config import raw
 
     from infra.k8s import monitoring
-    from localservers import http_ok, start_on_free_port, stop_group
 
     values = copy.deepcopy(raw(stack))
     if stack == "prod":  # placeholders only: real keys live in the stack's encrypted config
@@ -299,24 +297,7 @@ def test_every_stacks_alertmanager_silences_what_the_inhibit_rules_say(stack: st
             "pagerdutyRoutingKey": "placeholder-routing-key",
         }
     document = monitoring.alertmanager_document(config.parse(values, stack=stack))
-    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(document))
-    proc, port = start_on_free_port(
-        lambda port: [binary, f"--config.file={tmp_path / 'alertmanager.yml'}",
-                      f"--storage.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                      "--cluster.listen-address="],
-        tmp_path / "alertmanager.log", "alertmanager", http_ok("/-/ready"),
-    )  # fmt: skip
-    try:
-        api = f"http://127.0.0.1:{port}/api/v2/alerts"
-        now = dt.datetime.now(dt.UTC).isoformat()
-        labels = {"severity": "warning", "owner": "ml", "environment": "dev"}
-        alerts = [{"labels": {"alertname": name, **labels}, "startsAt": now}
-                  for name in ("RetrainingPipelineFailed", "RetrainingPipelineStale")]  # fmt: skip
-        body = json.dumps(alerts).encode()
-        post = urllib.request.Request(api, body, {"Content-Type": "application/json"}, method="POST")
-        urllib.request.urlopen(post, timeout=5).close()  # noqa: S310 (loopback)
-        with urllib.request.urlopen(api, timeout=5) as got:  # noqa: S310 (loopback)
-            state = {a["labels"]["alertname"]: a["status"]["state"] for a in json.load(got)}
-    finally:
-        stop_group(proc)
+    alerts = [{"alertname": name, "severity": "warning", "owner": "ml", "environment": "dev"}
+              for name in ("RetrainingPipelineFailed", "RetrainingPipelineStale")]  # fmt: skip
+    state = {name: value for (name, _), value in alert_states(document, alerts, tmp_path).items()}
     assert state == {"RetrainingPipelineFailed": "active", "RetrainingPipelineStale": "suppressed"}

@@ -4,6 +4,7 @@ helpers the run tests share (inputs the drift step reads, waiting on a step, the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.monitoring.synthetic_records import record, write
 
@@ -71,3 +73,22 @@ def kill_session(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     proc.communicate()
+
+
+def assert_interrupted(
+    proc: subprocess.Popen[str], out: str, left: list[str], work: Path, step: str, signal_name: str
+) -> dict[str, Any]:
+    """A run stopped by `signal_name` while `step` ran: exit 130, nothing of it left running (`left`: its session
+    once it had exited), and a record saying so: that step failed with 130, interrupted, every later one skipped,
+    the run failed there. Returns the record (WORK's copy)."""
+    assert proc.returncode == 130, out
+    assert left == [], f"still running after the runner exited: {left}"
+    record = json.loads((work / "pipeline-run.json").read_text())
+    names = [s["step"] for s in record["steps"]]
+    steps = {s["step"]: s for s in record["steps"]}
+    assert steps[step]["status"] == "failed" and steps[step]["exit_code"] == 130, steps[step]
+    assert steps[step]["why"] == f"interrupted ({signal_name})", steps[step]
+    assert record["interrupted"] == signal_name, record
+    assert {steps[s]["status"] for s in names[names.index(step) + 1 :]} == {"skipped"}, record["steps"]
+    assert record["outcome"] == f"failed at {step}", record["outcome"]
+    return record

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.run_cli import ROOT, kill_session, records, session, start, wait_for
+from tests.pipeline.run_cli import ROOT, assert_interrupted, kill_session, records, session, start, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -41,14 +41,7 @@ def test_a_second_signal_during_training_leaves_no_trainer_behind(tmp_path: Path
         left = session(proc.pid)  # at once: the runner has exited
     finally:
         kill_session(proc)
-    assert proc.returncode == 130, out
-    assert left == [], f"still running after the runner exited: {left}"
-    record = json.loads((work / "pipeline-run.json").read_text())
-    steps = {s["step"]: s for s in record["steps"]}
-    assert steps["train"]["status"] == "failed" and steps["train"]["exit_code"] == 130, steps["train"]
-    assert steps["train"]["why"] == "interrupted (SIGTERM)" and record["interrupted"] == "SIGTERM"
-    assert {steps[s]["status"] for s in ("evaluate", "export", "images", "promote")} == {"skipped"}
-    assert record["outcome"] == "failed at train"
+    assert_interrupted(proc, out, left, work, "train", "SIGTERM")
     # The interrupted training is this WORK's to resume: not refused as a finished candidate would be.
     again = start("--dry-run", "--preset", "smoke", "--store", str(store), "--work", str(work))
     assert again.wait(timeout=60) == 0, again.communicate()[0]
@@ -105,12 +98,8 @@ def test_a_step_that_ignores_sigterm_is_killed_with_what_it_started(tmp_path: Pa
         left = session(proc.pid)
     finally:
         kill_session(proc)
-    assert proc.returncode == 130, out
-    assert left == [], f"still running after the runner exited: {left}"
-    record = json.loads((work / "pipeline-run.json").read_text())
-    steps = {s["step"]: s for s in record["steps"]}
-    assert steps["data-check"]["status"] == "failed" and steps["data-check"]["exit_code"] == 130
-    assert record["outcome"] == "failed at data-check"
+    sent = "SIGINT" if how == "Ctrl-C in its terminal" else "SIGTERM"
+    record = assert_interrupted(proc, out, left, work, "data-check", sent)
     (stored,) = (store / "sentiment" / "pipeline-runs").glob("*.json")
     assert json.loads(stored.read_text()) == record
 

@@ -5,6 +5,7 @@ must never touch the results other parts already read."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -173,12 +175,14 @@ def _serving_pack(runner: psutil.Process, timeout_s: float = 60.0) -> psutil.Pro
     raise AssertionError("the runner never started a listening pack process")
 
 
-@pytest.mark.integration
-def test_sigterm_stops_the_pack_and_exits_143(tmp_path: Path, pack_python: Path) -> None:
-    """`timeout`, a CI cancel or a supervisor sends SIGTERM to the runner alone: the pack (a gRPC server
-    that blocks until killed) was left running under init, with its stderr file in the temp folder."""
+@contextlib.contextmanager
+def runner_with_serving_pack(
+    tmp_path: Path, pack_python: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], psutil.Process]]:
+    """`policies.analyze` on several stacks (so that a signal lands while a pack is up), caught with its pack
+    listening; whatever the test leaves running is killed after it."""
     plans = []
-    for n in range(4):  # several stacks, so the signal lands while a pack is up
+    for n in range(4):
         path = tmp_path / f"s{n}.json"
         path.write_text(json.dumps(fx.aws_stack(f"s{n}")))
         plans.append(str(path))
@@ -187,11 +191,25 @@ def test_sigterm_stops_the_pack_and_exits_143(tmp_path: Path, pack_python: Path)
         cwd=REPO,
         env=_env(pack_python),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     pack = None
     try:
         pack = _serving_pack(psutil.Process(runner.pid))
+        yield runner, pack
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        if pack is not None and pack.is_running():
+            pack.kill()
+
+
+@pytest.mark.integration
+def test_sigterm_stops_the_pack_and_exits_143(tmp_path: Path, pack_python: Path) -> None:
+    """`timeout`, a CI cancel or a supervisor sends SIGTERM to the runner alone: the pack (a gRPC server
+    that blocks until killed) was left running under init, with its stderr file in the temp folder."""
+    with runner_with_serving_pack(tmp_path, pack_python) as (runner, pack):
         stderr_file = Path(os.readlink(f"/proc/{pack.pid}/fd/2"))
         runner.send_signal(signal.SIGTERM)
         runner.wait(timeout=30)
@@ -201,12 +219,6 @@ def test_sigterm_stops_the_pack_and_exits_143(tmp_path: Path, pack_python: Path)
         assert not stderr_file.exists(), f"{stderr_file} was left behind"
         for result in (tmp_path / "out").glob("*"):  # whatever was written is complete
             assert result.suffix == ".json" and json.loads(result.read_text())["stack"] == result.stem
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
-        if pack is not None and pack.is_running():
-            pack.kill()
 
 
 @pytest.mark.parametrize("prog", ["analyze", "report"])

@@ -232,6 +232,10 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
     finally:
         stop_group(holder, grace_s=1)
     lock = json.loads((store / "sentiment" / "environments" / "dev.lock").read_text())
+    # As if it ran on a CI runner that vanished: a holder gone from this machine is taken over instead
+    # (test_promotion_lock_takeover.py); one elsewhere cannot be proved gone.
+    lock["host"] = "runner-that-vanished"
+    (store / "sentiment" / "environments" / "dev.lock").write_text(json.dumps(lock))
 
     refused = _cli(*promote, "--deploy-command", "true", store=store)
     assert refused.returncode == 2, refused.stderr

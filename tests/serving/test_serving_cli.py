@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from serving.repository import read_manifest
+from serving.manifest import read_manifest
 
 HEAVY = ("numpy", "tritonclient", "onnxruntime", "torch", "transformers", "tokenizers", "grpc")
 

@@ -12,7 +12,8 @@ from tritonclient.grpc import model_config_pb2
 
 from serving.bundle import load_bundle
 from serving.errors import BundleError, ConfigError
-from serving.repository import MODELS, BuildOptions, build, pin, read_manifest, versions
+from serving.manifest import read_manifest, versions
+from serving.repository import MODELS, BuildOptions, build, pin
 
 
 def config(repo: Path, model: str) -> model_config_pb2.ModelConfig:

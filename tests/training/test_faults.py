@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,11 +18,16 @@ import psutil
 import pytest
 
 from tests.emulators import MotoServer
-from tests.training.picked_ports import held_port, run_on_fresh_port, start_store_host
+from tests.training.picked_ports import (
+    elastic_pod,
+    held_port,
+    run_on_fresh_port,
+    smoke_training,
+    start_store_host,
+)
 from training.errors import EXIT_OK, EXIT_PREEMPTED, EXIT_STORAGE
 
 REPO = Path(__file__).resolve().parents[2]
-TRAIN = [sys.executable, "-m", "training", "train", "--preset", "smoke"]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -62,7 +66,7 @@ def _wait(predicate, procs: list[subprocess.Popen], what: str, timeout: float = 
 def test_sigterm_at_any_moment_after_start_exits_75(tmp_path: Path, offset_s: float) -> None:
     """Imports (~1-5 s), data and model loading (~5-10 s) or the loop: the pod always ends in 75."""
     proc = subprocess.Popen(
-        [*TRAIN, "--output", str(tmp_path / "run"), "export=false", "epochs=50"],
+        smoke_training(tmp_path / "run", "export=false", "epochs=50"),
         cwd=tmp_path,
         env=_env(),
         stdout=subprocess.PIPE,
@@ -83,26 +87,9 @@ def test_sigterm_at_any_moment_after_start_exits_75(tmp_path: Path, offset_s: fl
 
 def _pod(index: int, port: int, tmp: Path) -> subprocess.Popen:
     """One 'pod': training.elastic (torchrun) with one gloo worker, as the Job's container runs it."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "training.elastic",
-        "--nnodes=2",
-        "--nproc_per_node=1",
-        "--rdzv_backend=c10d",
-        f"--rdzv_endpoint=127.0.0.1:{port}",
-        "--rdzv_id=lost-peer",
-        "--max_restarts=0",
-        "--monitor_interval=1",
-        *TRAIN[1:],
-        "--output",
-        str(tmp / f"out{index}"),
-        "--checkpoint-uri",
-        str(tmp / "ckpt"),
-        "export=false",
-        "epochs=40",
-        "checkpoint.every_steps=5",
-    ]
+    shared_store = ("--checkpoint-uri", str(tmp / "ckpt"), "checkpoint.every_steps=5")
+    worker = smoke_training(tmp / f"out{index}", *shared_store, "export=false", "epochs=40")
+    cmd = elastic_pod(port, "lost-peer", worker, "--monitor_interval=1")
     with open(tmp / f"pod{index}.log", "ab") as log:
         return subprocess.Popen(
             cmd, cwd=tmp, env=_env(TRAINING_PG_TIMEOUT_S="30"), stdout=log, stderr=subprocess.STDOUT
@@ -154,7 +141,7 @@ def _peer_lost_before_the_process_group(tmp_path: Path, rank: int) -> int:
         MASTER_ADDR="127.0.0.1",
         TRAINING_PG_TIMEOUT_S="3",
     )
-    cmd = [*TRAIN, "--output", str(tmp_path / "run"), "export=false", "mlflow=false"]
+    cmd = smoke_training(tmp_path / "run", "export=false", "mlflow=false")
 
     def run(port: int) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -205,16 +192,9 @@ def test_store_outage_retries_keeps_the_checkpoint_locally_then_resumes(tmp_path
     )
     s3.create_bucket(Bucket="ckpt", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"})
     out = tmp_path / "run"
-    cmd = [
-        *TRAIN,
-        "--output",
-        str(out),
-        "--checkpoint-uri",
-        "s3://ckpt/run",
-        "export=false",
-        "epochs=6",
-        "checkpoint.every_steps=5",
-    ]
+    cmd = smoke_training(
+        out, "--checkpoint-uri", "s3://ckpt/run", "export=false", "epochs=6", "checkpoint.every_steps=5"
+    )
 
     def saved(step: int) -> bool:
         key = f"run/{ckpt.step_name(step)}/MANIFEST.json"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.picked_ports import smoke_training
 from training.errors import EXIT_OK, EXIT_PREEMPTED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,18 +42,7 @@ def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
 @pytest.mark.slow
 def test_sigterm_saves_exits_75_and_restart_finishes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "training",
-        "train",
-        "--preset",
-        "smoke",
-        "--output",
-        str(out),
-        *SMALL,
-        "epochs=3",
-    ]
+    cmd = smoke_training(out, *SMALL, "epochs=3")
     proc = subprocess.Popen(
         cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -115,22 +105,8 @@ def test_cloud_interruption_notice_takes_the_same_path(
 @pytest.mark.slow
 def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
     out = tmp_path / "ddp"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "-m",
-        "training",
-        "train",
-        "--preset",
-        "smoke",
-        "--output",
-        str(out),
-        *SMALL,
-        "epochs=1",
-    ]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    cmd = [*torchrun, *smoke_training(out, *SMALL, "epochs=1")[1:]]
     done = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == EXIT_OK, done.stderr[-4000:]
     metrics = json.loads((out / "metrics.json").read_text())

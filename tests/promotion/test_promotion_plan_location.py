@@ -1,0 +1,83 @@
+"""The policy-clean gate's staleness check finds the plan the report names wherever promotion runs.
+
+`make policy` records the plan as it was given (`reports/plan/dev.json`, relative to the folder it ran in) and
+writes the report under that folder. `python -m promotion` run from another folder (a CI step with its own
+working directory, a person in their home) looked for the plan relative to itself, found none, and passed the gate
+on a stale report without saying it had not compared. The real path: the infra program renders the plan, the real
+policy pack analyses it with relative paths, the real CLI judges it from elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _policy_gate(files: dict[str, Path], report: Path, store: Path, cwd: Path) -> str:
+    done = _run(
+        "promotion", "evaluate", "--env", "dev", "--store", str(store), "--candidate", str(files["candidate"]),
+        "--loadtest", str(files["loadtest"]), "--policy-report", str(report),
+        "--build-record", str(files["build_record"]), cwd=cwd,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if "policy-clean" in x]
+    return line
+
+
+@pytest.mark.integration
+def test_a_stale_report_is_caught_from_another_folder(
+    evidence_files: dict[str, Path], tmp_path: Path
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for args in (("infra.plan", "--stack", "dev", "--out", "reports/plan"),
+                 ("policies.analyze", "reports/plan/dev.json", "--out", "reports/policy")):  # fmt: skip
+        done = _run(*args, cwd=checkout)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = checkout / "reports" / "policy" / "dev.json"
+    assert json.loads(report.read_text())["plan"] == "reports/plan/dev.json"  # relative to `checkout`
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store = tmp_path / "store"
+
+    fresh = _policy_gate(evidence_files, report, store, elsewhere)
+    assert "PASS" in fresh and "not checked" not in fresh, fresh
+
+    plan = checkout / "reports" / "plan" / "dev.json"
+    plan.write_text(plan.read_text().replace('"dev"', '"dev" ', 1))  # re-rendered after an infra change
+    stale = _policy_gate(evidence_files, report, store, elsewhere)
+    assert "FAIL" in stale and "stale" in stale and "make policy" in stale, stale
+
+    plan.unlink()  # nowhere on this machine: judged as it is, and the detail says the plan was not compared
+    missing = _policy_gate(evidence_files, report, store, elsewhere)
+    assert "PASS" in missing and "not checked against the current plan" in missing, missing
+    assert "reports/plan/dev.json is not on this machine" in missing and str(checkout) in missing, missing
+
+
+def test_a_report_without_plan_fields_says_it_was_not_compared(evidence_files: dict[str, Path]) -> None:
+    from promotion.evidence import load_evidence
+
+    evidence = load_evidence(
+        str(evidence_files["candidate"]), policy_report=str(evidence_files["policy_report"])
+    )
+    assert evidence.policy_plan_sha256 is None
+    assert evidence.policy_plan_note and "names no plan" in evidence.policy_plan_note

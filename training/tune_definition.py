@@ -1,0 +1,99 @@
+"""What a study searches, recorded in its storage, and the check that a resumed study still searches it.
+
+A study is resumed by running the same `tune` command again (after exit 75, a new pod of the Indexed Job, or to
+add --trials). Before this check a rerun with another --space or other key=value overrides went on in the same
+study: its trials, trained under another space or config, were ranked with the old ones in study.json (best_params
+could name a trial of either search), and the sampler learned from both. Now the study's storage holds its
+definition (study user attribute "definition"): the preset, the effective trial config (preset + the space's fixed
+overrides + the user's overrides; the keys that decide the trained model, training/rerun.py decides_result), and the
+preset's search space (params and pruning). A rerun whose definition differs exits 2 before any trial, naming what
+differs and the fix; the same one goes on. The space's eur_per_usd (the budget's exchange rate) and settings of how
+trials run or report (export, mlflow, checkpoint.*, cost fields) may change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from typing import Any
+
+from training.errors import ConfigError
+from training.rerun import decides_result, same
+
+log = logging.getLogger("training.tune")
+
+ATTR = "definition"
+
+
+def definition(cfg: Any, space: Any, base: Any) -> dict[str, Any]:
+    """This run's search, as the study storage gives it back (JSON: tuples are lists)."""
+    return json.loads(
+        json.dumps(
+            {
+                "preset": cfg.preset,
+                "config": {k: v for k, v in base.flat().items() if decides_result(k)},
+                "params": {p.key: dataclasses.asdict(p) for p in space.params},
+                "pruning": dataclasses.asdict(space.pruning),
+                # For the message only: how the study's own command spelled its search.
+                "space_file": str(cfg.space_file) if cfg.space_file else None,
+                "overrides": list(cfg.overrides),
+            },
+            default=str,
+        )
+    )
+
+
+def check(study: Any, cfg: Any, space: Any, base: Any) -> None:
+    """Record this run's definition in a new study; exit 2 (ConfigError) when the study holds another one."""
+    mine = definition(cfg, space, base)
+    theirs = study.user_attrs.get(ATTR)
+    if theirs is None:
+        if study.get_trials(deepcopy=False):
+            log.warning(
+                "study %r holds trials but no recorded search (made before the check existed): recording this "
+                "run's; its earlier trials cannot be checked against it",
+                study.study_name,
+            )
+        study.set_user_attr(ATTR, mine)
+        return
+    diffs = differences(theirs, mine)
+    if not diffs:
+        return
+    flag = "--space" if any(d.startswith(("params", "pruning")) for d in diffs) else "overrides"
+    if theirs.get("preset") != mine["preset"]:
+        flag = "--preset"
+    own = " ".join(
+        [f"--preset {theirs.get('preset')}"]
+        + ([f"--space {theirs['space_file']}"] if theirs.get("space_file") else [])
+        + list(theirs.get("overrides") or [])
+    )
+    raise ConfigError(
+        flag,
+        f"study {study.study_name!r} searches something other than this run does: {'; '.join(diffs[:8])}"
+        f"{' ...' if len(diffs) > 8 else ''}. Its trials and this run's would be ranked together in study.json "
+        f"and the sampler would learn from both. Resume it with its own search ({own}), or give the new search "
+        "its own --output (and its own --study-name when the --storage is shared)",
+    )
+
+
+def differences(theirs: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """`what: study's -> this run's`, for each difference that changes what the trials train."""
+    out = []
+    if theirs.get("preset") != mine["preset"]:
+        out.append(f"preset: {theirs.get('preset')} -> {mine['preset']}")
+    for section in ("params", "config"):
+        old, new = theirs.get(section) or {}, mine[section]
+        for key in sorted(set(old) | set(new)):
+            if not same(old.get(key), new.get(key)):
+                label = f"{section} {key}" if section == "params" else key
+                out.append(f"{label}: {_show(old.get(key))} -> {_show(new.get(key))}")
+    if not same(theirs.get("pruning"), mine["pruning"]):
+        out.append(f"pruning: {_show(theirs.get('pruning'))} -> {_show(mine['pruning'])}")
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict) and "kind" in value:  # a search-space parameter: only what is set
+        value = {k: v for k, v in value.items() if k != "key" and v not in (None, (), [], False)}
+    return "(none)" if value is None else str(value)
