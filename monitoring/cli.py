@@ -158,11 +158,12 @@ def _reference(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from monitoring import evaluate, metrics
     from monitoring.environment import MONITORING_PUSHGATEWAY_URL
-    from monitoring.outputs import local_dir
+    from monitoring.outputs import local_dir, replacing
 
     local_dir(args.out)  # before the sample goes through the endpoint, not after it
     report = evaluate.run(args.url, args.manifest, args.bundle, rows=args.rows, encoding=args.data_encoding)
-    (args.out / "quality.json").write_text(json.dumps(report, indent=2) + "\n")
+    with replacing(args.out / "quality.json") as tmp:  # a failed write keeps the last run's whole
+        tmp.write_text(json.dumps(report, indent=2) + "\n")
     metrics.export(metrics.QUALITY_JOB, {"model": args.model},
                    metrics.quality_gauges(args.model, report["measured"], report["training"]),
                    out_dir=args.out, pushgateway=MONITORING_PUSHGATEWAY_URL.get())  # fmt: skip
@@ -172,7 +173,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _texts(args: argparse.Namespace) -> int:
     from monitoring import samples
-    from monitoring.outputs import local_file
+    from monitoring.outputs import local_file, replacing
 
     local_file(args.out)
     if args.shifted:
@@ -181,7 +182,8 @@ def _texts(args: argparse.Namespace) -> int:
         raise InputError("give --manifest (clean window from the test split) or --shifted")
     else:
         texts = samples.clean_texts(args.manifest, args.rows, args.seed, encoding=args.data_encoding)
-    args.out.write_text("".join(" ".join(t.split()) + "\n" for t in texts))
+    with replacing(args.out) as tmp:  # a failed write keeps the previous window whole
+        tmp.write_text("".join(" ".join(t.split()) + "\n" for t in texts))
     print(f"{len(texts)} texts -> {args.out}")
     return 0
 

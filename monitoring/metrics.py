@@ -108,9 +108,13 @@ def export(
     """Write DIR/metrics.prom and, when a gateway is given, push (replacing this job+group's gauges)."""
     from prometheus_client import push_to_gateway, write_to_textfile
 
+    from monitoring.outputs import replacing
+
     registry = _registry_with(gauges)
     if out_dir is not None:
-        write_to_textfile(str(Path(out_dir) / "metrics.prom"), registry)
+        # write_to_textfile replaces the file whole already; through `replacing` a failed write is exit 2 naming it.
+        with replacing(Path(out_dir) / "metrics.prom") as tmp:
+            write_to_textfile(str(tmp), registry)
     if pushgateway:
         try:
             push_to_gateway(pushgateway, job=job, grouping_key=grouping, registry=registry, timeout=10)

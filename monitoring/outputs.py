@@ -55,17 +55,32 @@ def replacing(path: Path) -> Iterator[Path]:
 
     A reader of a local --out (the demo, a dashboard, the next run's comparison) sees the previous complete file or
     the new one, never a truncated one: a full disk, a file-size limit or a job killed mid-write leaves the old file
-    as it was and no temporary behind. Same folder: os.replace is atomic only within one filesystem."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    as it was (a SIGKILL may leave the hidden temporary beside it). Same folder: os.replace is atomic only within one
+    filesystem. An OSError (no space, no permission) becomes an InputError naming the file: the CLIs exit 2, not 1
+    with a traceback, which `drift --fail-on-drift` documents as "drift detected"."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _unwritable(path, exc) from exc
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the report from the other users of a shared folder
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(path, exc) from exc
         raise
+
+
+def _unwritable(path: Path, exc: OSError) -> InputError:
+    kept = "the previous file is kept whole" if path.is_file() else "nothing was written"
+    return InputError(
+        f"could not write {path} ({type(exc).__name__}: {exc.strerror or exc}); {kept}. Free space on its "
+        "filesystem or give an output this job may write"
+    )
 
 
 @contextmanager

@@ -161,6 +161,11 @@ def build(
 
 
 def write_jsonl(records: Sequence[dict[str, Any]], path: str | Path) -> None:
+    """Replaces `path` only once complete: a failed write (full disk) keeps the previous reference whole, where a
+    truncated one would be read as a smaller, skewed reference by the next drift run."""
+    from monitoring.outputs import replacing
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with replacing(path) as tmp:
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))

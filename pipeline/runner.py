@@ -193,25 +193,32 @@ def _steps(
     status: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     conditions: list[dict[str, Any]] = []
+    cut: str | None = None  # the first step the interruption kept from running
     for step in dag.STEPS:
         blocked = [d for d in step.depends if status[d] != "succeeded"]
         entry: dict[str, Any] = {"step": step.name}
-        if stop.signal:
-            status[step.name] = "skipped"
-            entry.update(status="skipped", why="the run was interrupted")
-        elif blocked:
+        # A step the run would have skipped anyway says why; only one that would have run was cut by the signal.
+        if blocked:
             status[step.name] = "skipped"
             entry.update(status="skipped", why=", ".join(f"{d} {status[d]}" for d in blocked))
         elif step.when and _flag_file(work, step.when).read_text(encoding="utf-8").strip() != "true":
             status[step.name] = "skipped"
             entry.update(status="skipped", why=f"condition of {step.when} is false")
+        elif stop.signal:
+            status[step.name] = "skipped"
+            entry.update(status="skipped", why="the run was interrupted")
+            cut = cut or step.name
         else:
             cmd = list(commands.get(step.name) or argv(step, params, str(_flag_file(work, step.name))))
             echo(f"RUN  {step.name}: {shlex.join(cmd)}")  # copyable: empty values show as ''
             t0 = dt.datetime.now(dt.UTC)
             rc = supervise.execute(python_argv(cmd), work / "logs" / f"{step.name}.log", echo, stop, lock)
-            interrupted = stop.hit and rc != 0  # a step that finished before it saw the signal succeeded
-            if interrupted:
+            # Told to stop while it ran, it is interrupted whatever it exited with: a step that stops cleanly on
+            # SIGTERM (exit 0) has not done its work, and counting it as succeeded made the run's outcome read as a
+            # decision ("no retraining needed"). One that had exited before the signal came was not told (Stop).
+            interrupted = stop.hit
+            if interrupted and rc != EXIT_INTERRUPTED:
+                echo(f"     {step.name} exited {rc} after it was told to stop: recorded as interrupted")
                 rc = EXIT_INTERRUPTED
             seconds = (dt.datetime.now(dt.UTC) - t0).total_seconds()
             status[step.name] = "succeeded" if rc == 0 else "failed"
@@ -233,7 +240,7 @@ def _steps(
         "inputs": dataclasses.asdict(params),
         "conditions": conditions,
         "steps": steps,
-        "outcome": outcome(status, work),
+        "outcome": outcome(status, work, interrupted_before=cut and f"{cut} ({stop.signal})"),
     }
     if stop.signal:
         record["interrupted"] = stop.signal
@@ -248,10 +255,14 @@ def _steps(
     return record
 
 
-def outcome(status: Mapping[str, str], work: Path) -> str:
+def outcome(status: Mapping[str, str], work: Path, interrupted_before: str | None = None) -> str:
+    """What the run came to. `interrupted_before`: the first step a signal kept from running (with the signal),
+    which makes every later "skipped" the signal's doing, not the run's decision."""
     failed = [name for name, s in status.items() if s == "failed"]
     if failed:
         return f"failed at {failed[0]}"
+    if interrupted_before:
+        return f"interrupted before {interrupted_before}"
     if status.get("promote") == "succeeded":
         promoted = _decision(work, "promote").get("promoted")
         return "promoted" if promoted else "promotion rejected by its gates (see the promotion record)"

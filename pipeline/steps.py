@@ -252,7 +252,10 @@ def images(args: argparse.Namespace) -> int:
 
 
 def promote(args: argparse.Namespace) -> int:
-    from promotion.__main__ import main as promotion_main
+    # promotion's CLI entry, not its bare `main`: a SIGTERM to this step (the runner stopping it, a deleted pod) then
+    # stops the deploy and removes the environment's lock, as for `python -m promotion`. Python's default used to
+    # end this process on the spot, leaving the lock for every later promotion to be refused on.
+    from promotion.__main__ import cli as promotion_cli
     from promotion.registry import default_registry_uri
     from training.retry import object_store
 
@@ -274,7 +277,7 @@ def promote(args: argparse.Namespace) -> int:
         argv += ["--local-run", "--no-images"]
     else:  # what the images step resolved and verified by digest
         argv += ["--build-record", str(Path(args.candidate) / "build-record.json")]
-    rc = promotion_main(argv)
+    rc = promotion_cli(argv)
     # 1 = a gate rejected the candidate: a decision (recorded by promotion), not a broken step.
     _write(args.out, {"promoted": rc == 0, "exit_code": rc})
     return 0 if rc in (0, 1) else rc

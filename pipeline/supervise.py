@@ -23,6 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
+from promotion.deploy import group_alive, kill_group
+
 LOCK = ".pipeline.lock"
 """WORK/.pipeline.lock: flock()ed by the run that uses WORK (and inherited by its steps), which it names."""
 STOP_GRACE_S = 60.0
@@ -130,44 +132,24 @@ def _stop_leftovers(pgid: int, rc: int, out: _Output) -> None:
     step's log and output. Left running, it held the output pipe (the run hung on it) and WORK's lock (the next
     run was refused), unsignalled."""
     holding = out.open
-    if not holding and not _group_alive(pgid):
+    if not holding and not group_alive(pgid):
         return
     out.line(
         f"pipeline: the step exited ({rc}) but left processes in its process group {pgid}"
         f"{' holding its output open' if holding else ''}: SIGTERM, killed in {STOP_GRACE_S:.0f} s\n"
     )
-    _kill_group(pgid, signal.SIGTERM)
+    kill_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
-    while (out.open or _group_alive(pgid)) and time.monotonic() < deadline:
+    while (out.open or group_alive(pgid)) and time.monotonic() < deadline:
         if out.open:
             out.pump(POLL_S)
         else:
             time.sleep(POLL_S)
-    _kill_group(pgid, signal.SIGKILL)
+    kill_group(pgid, signal.SIGKILL)
     # What the killed wrote last; a holder that left the group (setsid) is not waited for.
     last = time.monotonic() + 1.0
     while out.open and time.monotonic() < last:
         out.pump(POLL_S)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a live process (not a zombie no one reaped yet, as under a container's PID 1) is in the group."""
-    if os.path.isdir("/proc/self"):
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open(f"/proc/{entry.name}/stat", "rb") as f:  # "pid (comm) state ppid pgrp ..."
-                        state, _, group = f.read().rsplit(b")", 1)[1].split()[:3]
-                    if int(group) == pgid and state != b"Z":
-                        return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _die_with_runner() -> Callable[[], None] | None:
@@ -186,11 +168,6 @@ def _die_with_runner() -> Callable[[], None] | None:
             os.kill(os.getpid(), signal.SIGTERM)
 
     return child
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pgid, sig)
 
 
 class Stop:
@@ -226,10 +203,15 @@ class Stop:
             if not first:  # no step running (the record being written): a second signal means now
                 raise KeyboardInterrupt
         elif not self.hit:
-            self._stop(self._proc)
+            # A step that has already exited was not told to stop: it finished (poll() never blocks, and says
+            # None while the runner itself is reaping it: told, then). Its leftovers are stopped as usual.
+            if self._proc.poll() is None:
+                self._stop(self._proc)
+            elif not first:  # a second signal: what the finished step left in its group, now
+                kill_group(self._proc.pid, signal.SIGKILL)
         else:
             os.write(2, b"pipeline: second signal: killing the step\n")
-            _kill_group(self._proc.pid, signal.SIGKILL)
+            kill_group(self._proc.pid, signal.SIGKILL)
 
     def _stop(self, proc: subprocess.Popen[Any]) -> None:
         self.hit = True
@@ -238,8 +220,8 @@ class Stop:
             f"pipeline: {self.signal}: stopping the running step (process group {proc.pid}); killed in "
             f"{STOP_GRACE_S:.0f} s, or at once on a second signal\n".encode(),
         )
-        _kill_group(proc.pid, signal.SIGTERM)
-        self._timer = threading.Timer(STOP_GRACE_S, _kill_group, (proc.pid, signal.SIGKILL))
+        kill_group(proc.pid, signal.SIGTERM)
+        self._timer = threading.Timer(STOP_GRACE_S, kill_group, (proc.pid, signal.SIGKILL))
         self._timer.daemon = True
         self._timer.start()
 
@@ -254,7 +236,7 @@ class Stop:
         if self._timer:
             self._timer.cancel()
         if self.hit and proc is not None:
-            _kill_group(proc.pid, signal.SIGKILL)  # whatever the stopped step left in its group
+            kill_group(proc.pid, signal.SIGKILL)  # whatever the stopped step left in its group
 
 
 def lock(work: Path, run_id: str, started: dt.datetime) -> int:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import difflib
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -190,26 +192,14 @@ def run(
     seen: dict[str, Path] = {}
     for plan in plans:
         if plan.stack in seen:
+            if plan.path.resolve() == seen[plan.stack].resolve():
+                raise PlanError(f"{plan.path} is given twice; name each plan once")
             # Both would write <out>/<stack>.json: the second result would silently replace the first.
             raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
         seen[plan.stack] = plan.path
     if out_dir.exists() and not out_dir.is_dir():
         raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise PlanError(f"--out {out_dir}: cannot create the results folder ({err})") from err
-    overrides: dict[str, Any] = {}
-    if config_path is not None:
-        try:
-            overrides = json.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise PlanError(f"{config_path}: cannot read the pack config ({err})") from err
-        if not isinstance(overrides, dict):
-            raise PlanError(
-                f"{config_path}: the pack config is a JSON object of policy names (or 'all'), as "
-                "`pulumi preview --policy-pack-config` takes"
-            )
+    overrides = _load_config(config_path) if config_path is not None else {}
     today = today or dt.date.today()
     try:
         waivers = waivers_mod.load(waivers_path, rules=[r.name for r in ALL_RULES], today=today)
@@ -217,6 +207,10 @@ def run(
             waivers_mod.refuse_catch_alls(waivers, plan.stack, plan.resources)
     except waivers_mod.WaiverError as err:
         raise PlanError(str(err)) from err
+    try:  # only once every input is valid: bad input leaves nothing behind, not even an empty folder
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PlanError(f"--out {out_dir}: cannot create the results folder ({err})") from err
     docs = []
     for plan in plans:
         result = analyze_plan(plan, overrides, python)
@@ -230,6 +224,44 @@ def run(
             f"removed {path}: stack {path.stem} was not in this run (its result was stale)", file=sys.stderr
         )
     return docs
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    try:
+        overrides = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PlanError(f"{path}: cannot read the pack config ({err})") from err
+    if not isinstance(overrides, dict):
+        raise PlanError(
+            f"{path}: the pack config is a JSON object of policy names (or 'all'), as "
+            "`pulumi preview --policy-pack-config` takes"
+        )
+    # The Pulumi CLI skips a name that is no policy of the pack (ReconcilePolicyPackConfig), so a misspelt
+    # policy lost its settings (a level, maxGpuNodes, allowedRegions) with no word; the gate refuses it.
+    names = ["all", *(r.name for r in ALL_RULES)]
+    unknown = [key for key in overrides if key not in names]
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, names, n=1)
+            hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+        raise PlanError(
+            f"{path}: {', '.join(hints)} is not a policy of the pack; the pack config takes 'all' and the "
+            "policy names (`python -m policies.analyze` lists them in each <stack>.json under 'policies')"
+        )
+    return overrides
+
+
+def iso_date(text: str) -> dt.date:
+    """`--today`: the date form of waivers.yaml's `expires`, so the two compare as the reviewer reads them."""
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return dt.date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a date YYYY-MM-DD (e.g. {dt.date.today().isoformat()})"
+    )
 
 
 EXIT_INTERNAL = 4
@@ -253,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config", type=Path, help="pack config JSON, as `pulumi preview --policy-pack-config`"
     )
     parser.add_argument("--waivers", type=Path, default=waivers_mod.WAIVERS_FILE)
-    parser.add_argument("--today", type=dt.date.fromisoformat, help="evaluate waiver expiry as of this date")
+    parser.add_argument("--today", type=iso_date, help="evaluate waiver expiry as of this date (YYYY-MM-DD)")
     args = parser.parse_args(argv)
     try:
         with stop_pack_on_sigterm():

@@ -23,6 +23,7 @@ _RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 # Pulumi's stack name alphabet; the name also becomes the result file `<out>/<stack>.json`, so a name
 # with a separator ('../prod', 'a/b') would write outside --out or fail after the whole analysis.
 _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_CLOUDS = ("aws", "gcp", "azure")
 
 
 class PlanError(ValueError):
@@ -41,6 +42,8 @@ class Plan:
 
 
 def load_plan(path: Path) -> Plan:
+    if path.is_dir():
+        raise PlanError(f"{path} is a folder; pass its plan files ({path / '*.json'}), one per stack")
     if not path.is_file():
         raise PlanError(
             f"{path}: no such plan file (generate plans with `python -m infra.plan --out reports/plan`)"
@@ -54,6 +57,22 @@ def load_plan(path: Path) -> Plan:
     return plan_from_dict(data, path)
 
 
+def _other_document(data: dict[str, Any]) -> str:
+    """What a JSON file a reviewer might take for a plan is, by keys a plan never has; "" if none of them. A
+    runner result has `stack`, `cloud` and `resources` (without inputs): it passed as a plan and was analysed
+    as a stack of empty resources."""
+    if "steps" in data or "changeSummary" in data:
+        return "`pulumi preview --json` output"
+    if "deployment" in data and "version" in data:
+        return "a `pulumi stack export` checkpoint"
+    if (
+        data.get("schema") == "policies.analyze/stack-result-v1"
+        or {"violations", "plan_sha256"} <= data.keys()
+    ):
+        return "a result of `python -m policies.analyze` (reports/policy/<stack>.json)"
+    return ""
+
+
 def _refuse_constant(name: str) -> Any:
     # NaN/Infinity are not JSON; the engine's wire form (protobuf Struct) cannot carry them either, so the
     # pack would fail mid-run with an RPC error that reads as "the pack could not start" (exit 3).
@@ -64,6 +83,12 @@ def plan_from_dict(data: Any, path: Path = Path("<memory>")) -> Plan:
     """Validate a plan (the contract in infra/README.md) and wrap it; PlanError names the bad field."""
     if not isinstance(data, dict):
         raise PlanError(f"{path}: a plan is a JSON object with stack, cloud, environment, region, resources")
+    other = _other_document(data)
+    if other:
+        raise PlanError(
+            f"{path}: this looks like {other}, not a plan; the runner reads the plans infra.plan renders "
+            "(`python -m infra.plan --out reports/plan`)"
+        )
     for key in ("stack", "cloud", "resources"):
         if key not in data:
             raise PlanError(f"{path}: missing field {key!r}")
@@ -73,6 +98,13 @@ def plan_from_dict(data: Any, path: Path = Path("<memory>")) -> Plan:
         raise PlanError(
             f"{path}: stack={data['stack']!r} is not a stack name (letters, digits, '-', '_', '.'; as Pulumi names stacks)"
         )
+    # str(None) would make a null field the word "None" (a region "None", an environment "None" assessed as
+    # prod), with no hint that the plan was at fault.
+    if data["cloud"] not in _CLOUDS:
+        raise PlanError(f"{path}: cloud={data['cloud']!r} is not one of {list(_CLOUDS)}")
+    for key in ("project", "environment", "region"):
+        if key in data and not isinstance(data[key], str):
+            raise PlanError(f"{path}: {key}={data[key]!r} must be a string (or the field left out)")
     for n, r in enumerate(data["resources"]):
         if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("urn", "type", "name")):
             raise PlanError(f"{path}: resources[{n}] needs string 'urn', 'type' and 'name'")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from policies.plans import Plan
 
@@ -44,14 +45,31 @@ def pack_python() -> Path:
 class PackProcess:
     port: int
     process: subprocess.Popen[bytes]
-    stderr_path: Path
+    stderr_file: BinaryIO
+    """The pack's stderr: a temporary file with no name (see `_anonymous_file`), read through this handle."""
     engine_address: str = "127.0.0.1:0"
 
     def stderr_tail(self, n: int = 4000) -> str:
-        try:
-            return self.stderr_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
+        return _tail(self.stderr_file, n)
+
+
+def _anonymous_file() -> BinaryIO:
+    """A temporary file that no kill can leave behind: it has no name in the temp folder (O_TMPFILE, or
+    created and unlinked at once), so the kernel frees it when the last descriptor closes, even when the
+    runner is SIGKILLed and no `finally` runs. The pack writes to it through its fd 2, the runner reads it
+    back through this one."""
+    return tempfile.TemporaryFile(prefix="policy-pack-", suffix=".stderr")
+
+
+def _tail(file: BinaryIO, n: int) -> str:
+    # pread, not seek + read: the pack's fd 2 shares this descriptor's file offset, and moving it would make
+    # the pack write over what it wrote before.
+    try:
+        fd = file.fileno()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, n, max(0, size - n)).decode(errors="replace")
+    except (OSError, ValueError):  # ValueError: the file is already closed
+        return ""
 
 
 @contextmanager
@@ -86,27 +104,28 @@ def start_pack(
         env["POLICY_PACK_UNDETERMINED"] = "fail"
     env.pop("PYTHONPATH", None)  # the pack venv must find its own protobuf 5, not ours
     engine = "127.0.0.1:0"  # there is no engine offline; the SDK only uses it for logging
-    with tempfile.NamedTemporaryFile(prefix="policy-pack-", suffix=".stderr", delete=False) as err_file:
-        stderr_path = Path(err_file.name)
-    err = stderr_path.open("wb")
-    proc = subprocess.Popen(
-        [str(python), "-u", "-m", "pulumi.policy", engine, str(pack_dir)],
-        cwd=pack_dir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=err,
-        # SIGKILL of the runner runs no `finally`: the pack (a gRPC server that blocks until killed) was left
-        # running under init. The kernel sends it SIGTERM when the runner dies, however it dies.
-        preexec_fn=_die_with_runner(),
-    )
+    err = _anonymous_file()
     try:
-        port = _read_port(proc, stderr_path)
-        yield PackProcess(port, proc, stderr_path, engine)
+        proc = subprocess.Popen(
+            [str(python), "-u", "-m", "pulumi.policy", engine, str(pack_dir)],
+            cwd=pack_dir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            # SIGKILL of the runner runs no `finally`: the pack (a gRPC server that blocks until killed) was
+            # left running under init. The kernel sends it SIGTERM when the runner dies, however it dies.
+            preexec_fn=_die_with_runner(),
+        )
+    except BaseException:
+        err.close()
+        raise
+    try:
+        port = _read_port(proc, err)
+        yield PackProcess(port, proc, err, engine)
     finally:
         proc.kill()
         proc.wait(timeout=10)
         err.close()
-        stderr_path.unlink(missing_ok=True)
 
 
 def _die_with_runner() -> Callable[[], None] | None:
@@ -128,7 +147,7 @@ def _die_with_runner() -> Callable[[], None] | None:
     return child
 
 
-def _read_port(proc: subprocess.Popen[bytes], stderr_path: Path) -> int:
+def _read_port(proc: subprocess.Popen[bytes], stderr: BinaryIO) -> int:
     line: list[bytes] = []
     reader = threading.Thread(
         target=lambda: line.append(proc.stdout.readline() if proc.stdout else b""), daemon=True
@@ -138,7 +157,8 @@ def _read_port(proc: subprocess.Popen[bytes], stderr_path: Path) -> int:
     text = line[0].decode().strip() if line else ""
     if not text.isdigit():
         proc.kill()
-        tail = stderr_path.read_text(errors="replace")[-3000:]
+        proc.wait(timeout=10)  # its last words are in the file before they are read
+        tail = _tail(stderr, 3000)
         raise PackError(
             f"the policy pack did not print its port within {START_TIMEOUT_S:.0f}s (got {text!r}):\n{tail}"
         )
@@ -156,8 +176,8 @@ class Terminated(BaseException):  # noqa: N818 - BaseException: an `except Excep
 @contextmanager
 def stop_pack_on_sigterm() -> Iterator[None]:
     """Python dies of SIGTERM (CI cancelling a job, `timeout`, a supervisor) without running `finally`
-    blocks, which left the pack (a gRPC server that blocks until killed) running, reparented to init,
-    and its stderr file behind. Raise instead, clean up, then die of the same signal (exit 143)."""
+    blocks, which left the pack (a gRPC server that blocks until killed) running, reparented to init.
+    Raise instead, clean up, then die of the same signal (exit 143)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be installed from the main thread
         return

@@ -90,10 +90,16 @@ def build(
     with_checkov: bool = True,
     python: Path | None = None,
 ) -> Report:
-    plan_paths = sorted(plans_dir.glob("*.json")) if plans_dir.is_dir() else []
+    if plans_dir.is_file():
+        raise analyze.PlanError(f"--plans {plans_dir} is a file; name the folder of <stack>.json plans")
+    if out.exists() and not out.is_dir():
+        # Checked here: analyze.run would name --out/policy, a path the reviewer never typed.
+        raise analyze.PlanError(f"--out {out} is a file; name a folder for the reports")
+    plan_paths = sorted(p for p in plans_dir.glob("*.json") if p.is_file()) if plans_dir.is_dir() else []
     if not plan_paths:
+        what = "no plan files (*.json)" if plans_dir.is_dir() else "no such folder"
         raise analyze.PlanError(
-            f"{plans_dir}: no plan files; run `python -m infra.plan --out {plans_dir}` first"
+            f"--plans {plans_dir}: {what}; run `python -m infra.plan --out {plans_dir}` first"
         )
     today = today or dt.date.today()
     docs = analyze.run(
@@ -160,7 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config", type=Path, help="pack config JSON (as `pulumi preview --policy-pack-config`)"
     )
     parser.add_argument("--waivers", type=Path, default=waivers_mod.WAIVERS_FILE)
-    parser.add_argument("--today", type=dt.date.fromisoformat, help="evaluate waiver expiry as of this date")
+    parser.add_argument(
+        "--today", type=analyze.iso_date, help="evaluate waiver expiry as of this date (YYYY-MM-DD)"
+    )
     parser.add_argument("--no-checkov", action="store_true", help="skip the Checkov second opinion")
     args = parser.parse_args(argv)
     try:

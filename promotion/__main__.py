@@ -18,6 +18,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from types import FrameType
 
@@ -271,29 +272,41 @@ def main(argv: list[str] | None = None) -> int:
 
 class Terminated(BaseException):
     """SIGTERM (a cancelled CI job, a pod deleted) as an exception, so that the clean-up Ctrl-C gets runs too: the
-    deploy or smoke command is stopped (subprocess.run kills it) and the environment's lock is removed. Python's
-    default for SIGTERM is to die on the spot, leaving both behind."""
+    deploy or smoke command's process group is stopped (deploy.run_group) and the environment's lock is removed.
+    Python's default for SIGTERM is to die on the spot, leaving both behind."""
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
+    # Once: a second SIGTERM must not cut the clean-up short (the lock's removal); SIGKILL still ends it all.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
 
 
-def cli() -> int:
-    signal.signal(signal.SIGTERM, _terminated)
+def cli(argv: list[str] | None = None) -> int:
+    """`main` as `python -m promotion` runs it, and as the pipeline's promote step runs it in its own process: SIGTERM
+    stops the deploy, removes the lock, then ends the process by that same signal (143 in a shell, -15 from Popen),
+    so callers see what they saw before. Outside the main thread (where Python lets no handler be set) it is `main`."""
+    if threading.current_thread() is not threading.main_thread():
+        return main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return main()
+        rc = main(argv)
     except Terminated:
         print(
             "promotion: terminated (SIGTERM); its command was stopped and its lock removed. If it had started "
             "deploying, check `python -m promotion history` and the deployed image before running it again",
             file=sys.stderr,
         )
+        sys.stdout.flush()
         sys.stderr.flush()
-        # Die of the signal as before, so callers see the same status (143 in a shell, -15 from Popen).
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
-        return 143
+        return 143  # not reached: the signal ends the process
+    except BaseException:
+        signal.signal(signal.SIGTERM, previous)
+        raise
+    signal.signal(signal.SIGTERM, previous)
+    return rc
 
 
 if __name__ == "__main__":

@@ -19,63 +19,20 @@ import sys
 import time
 from pathlib import Path
 
+from serving import arguments as arg
 from serving.errors import ServingError
-
-
-def _concurrency(value: str) -> list[int]:
-    try:
-        levels = [int(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: use comma-separated integers, e.g. 1,8,32") from None
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError("concurrency levels must be >= 1")
-    return levels
-
-
-def _count(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: use a whole number, e.g. 8 (0 turns it off)") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n}: must be >= 0 (0 turns it off)")
-    return n
-
-
-def _positive_int(value: str) -> int:
-    n = _count(value)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: must be >= 1")
-    return n
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: use a number of seconds, e.g. 10") from None
-    if not seconds > 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{value}: must be > 0 seconds")
-    return seconds
-
-
-def _expectation(value: str) -> tuple[str, str]:
-    text, sep, label = value.rpartition("=")
-    if not sep or not text or not label:
-        raise argparse.ArgumentTypeError(f"{value!r}: use TEXT=LABEL, e.g. 'I love it=positive'")
-    return text, label
 
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default="127.0.0.1:8000", help="host:port (HTTP 8000 / gRPC 8001 by default)")
     p.add_argument("--protocol", choices=("http", "grpc"), default="http")
     p.add_argument("--model", default="sentiment")
-    p.add_argument("--timeout", type=_seconds, default=10.0, help="seconds per call")
+    p.add_argument("--timeout", type=arg.seconds, default=10.0, help="seconds per call")
 
 
 def _add_version_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--model-version", type=_positive_int, default=None, metavar="N",
+        "--model-version", type=arg.positive_int, default=None, metavar="N",
         help="ask this version of the model (default: the newest the server has ready); the repository keeps the "
         "previous version loaded, so a new version and the one it replaced can be compared",
     )  # fmt: skip
@@ -88,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="add an export bundle to a Triton model repository as a new version")
     p.add_argument("bundle", type=Path)
     p.add_argument("repo", type=Path)
-    p.add_argument("--version", type=int, help="default: latest + 1")
+    p.add_argument("--version", type=arg.positive_int, help="default: latest + 1")
     p.add_argument(
         "--backend",
         choices=("onnxruntime", "python"),
@@ -96,12 +53,18 @@ def parser() -> argparse.ArgumentParser:
         help="onnxruntime: Triton's ORT backend (NVIDIA images); python: local stand-in (default)",
     )
     p.add_argument("--precision", choices=("fp32", "int8"), default="fp32")
-    p.add_argument("--max-batch-size", type=int, default=64)
-    p.add_argument("--queue-delay-us", type=int, help="endpoint batching window (default: BuildOptions)")
-    p.add_argument("--endpoint-instances", type=int, help="sentiment instances (default: BuildOptions)")
-    p.add_argument("--instances", type=int, help="classifier instances (default: BuildOptions)")
+    p.add_argument("--max-batch-size", type=arg.positive_int, default=64)
     p.add_argument(
-        "--intra-op-threads", type=int, help="ORT threads per classifier (default: cores // instances)"
+        "--queue-delay-us", type=arg.count, help="endpoint batching window (default: BuildOptions)"
+    )
+    p.add_argument(
+        "--endpoint-instances", type=arg.positive_int, help="sentiment instances (default: BuildOptions)"
+    )
+    p.add_argument("--instances", type=arg.positive_int, help="classifier instances (default: BuildOptions)")
+    p.add_argument(
+        "--intra-op-threads",
+        type=arg.count,
+        help="ORT threads per classifier (default, 0: cores // instances)",
     )
     p.add_argument("--gpu", action="store_true", help="KIND_GPU instances + TensorRT (onnxruntime backend)")
     p.add_argument(
@@ -110,7 +73,9 @@ def parser() -> argparse.ArgumentParser:
         help="bls: sentiment -> classifier (BLS); fused: ORT inside sentiment (python only). Default: fused with --backend python, bls with onnxruntime",
     )
     p.add_argument(
-        "--pad-to-multiple-of", type=int, help="token length buckets (default: 16 with --gpu, else 1)"
+        "--pad-to-multiple-of",
+        type=arg.positive_int,
+        help="token length buckets (default: 16 with --gpu, else 1)",
     )
 
     p = sub.add_parser("pin", help="serve only one version (rollback), or 'latest' to undo")
@@ -121,10 +86,10 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the real tritonserver on a repository until Ctrl-C")
     p.add_argument("repo", type=Path)
     p.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to listen on every interface")
-    p.add_argument("--http-port", type=int, default=8000)
-    p.add_argument("--grpc-port", type=int, default=8001)
-    p.add_argument("--metrics-port", type=int, default=8002)
-    p.add_argument("--log-verbose", type=int, default=0)
+    p.add_argument("--http-port", type=arg.port, default=8000, help="0: a free one")
+    p.add_argument("--grpc-port", type=arg.port, default=8001, help="0: a free one")
+    p.add_argument("--metrics-port", type=arg.port, default=8002, help="0: a free one")
+    p.add_argument("--log-verbose", type=arg.count, default=0)
 
     p = sub.add_parser("infer", help="classify texts: prints one JSON line per text")
     p.add_argument("texts", nargs="+")
@@ -135,21 +100,21 @@ def parser() -> argparse.ArgumentParser:
     _add_client_args(p)
     _add_version_arg(p)
     p.add_argument("--bundle", type=Path, help="compare answers with this bundle's model run locally")
-    p.add_argument("--expect", type=_expectation, action="append", default=[], metavar="TEXT=LABEL")
+    p.add_argument("--expect", type=arg.expectation, action="append", default=[], metavar="TEXT=LABEL")
     p.add_argument("--repo", type=Path, help="start a server on this repository (free ports) for the check")
 
     p = sub.add_parser("loadtest", help="concurrency sweep: throughput, p50/p95/p99 latency, errors (JSON)")
     _add_client_args(p)
-    p.add_argument("--concurrency", type=_concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
-    p.add_argument("--requests", type=_positive_int, default=200, help="requests per concurrency level")
+    p.add_argument("--concurrency", type=arg.concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
+    p.add_argument("--requests", type=arg.positive_int, default=200, help="requests per concurrency level")
     p.add_argument("--texts", type=Path, help="one text per line (default: a few built-in sentences)")
-    p.add_argument("--warmup-requests", type=_count, default=8,
+    p.add_argument("--warmup-requests", type=arg.count, default=8,
                    help="sent one at a time before the sweep and not measured (0: none, e.g. a warm server)")  # fmt: skip
     p.add_argument("--out", type=Path, required=True)
 
     p = sub.add_parser("signal", help="print the autoscaling signal per model over a window (JSON)")
     p.add_argument("--metrics-url", default="http://127.0.0.1:8002/metrics")
-    p.add_argument("--window", type=_seconds, default=10.0, help="seconds between the two scrapes")
+    p.add_argument("--window", type=arg.seconds, default=10.0, help="seconds between the two scrapes")
     return ap
 
 
@@ -214,6 +179,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from serving.server import TritonServer
 
+    _undo_interrupted_build(args.repo)
     server = TritonServer(
         args.repo,
         host=args.host,
@@ -260,9 +226,14 @@ def _infer(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
+    from serving.bundle import load_bundle
     from serving.check import run_check
     from serving.server import TritonServer
 
+    if args.bundle:  # was read only after the server start and the wait for it (up to a minute)
+        load_bundle(args.bundle)
+    if args.repo:
+        _undo_interrupted_build(args.repo)
     server = TritonServer(args.repo, http_port=0, grpc_port=0, metrics_port=0) if args.repo else None
     if server is not None:
         # The server runs in its own session, so a SIGTERM (CI timeout, kill) to us alone would leave it
@@ -295,7 +266,9 @@ def _text_lines(path: Path) -> list[str]:
 
 def _loadtest(args: argparse.Namespace) -> int:
     from serving.loadtest import run
+    from serving.manifest import atomic_write
 
+    arg.writable_file(args.out, "--out")  # found after the sweep, the error cost the whole sweep's minutes
     texts = (
         _text_lines(args.texts)
         if args.texts
@@ -314,8 +287,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         warmup_requests=args.warmup_requests,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    atomic_write(args.out, json.dumps(report, indent=2) + "\n")
     for row in report["results"]:
         print(json.dumps(row))
     return 0 if all(r["errors"] == 0 for r in report["results"]) else 1
@@ -351,8 +323,24 @@ COMMANDS = {
 }
 
 
+def _undo_interrupted_build(repo: Path) -> None:
+    """Before Triton reads `repo`: it would load a stopped build's folders as the newest version."""
+    from serving.repository import recover
+
+    try:
+        recover(repo)
+    except OSError as exc:  # e.g. a read-only copy of the repository
+        raise ServingError(
+            f"{repo} holds files of a build that was stopped before it finished, and they cannot be removed "
+            f"({exc.strerror}: {exc.filename}): run `python -m serving pin {repo} latest` where it is writable"
+        ) from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command in ("build", "pin"):
+        # A plain SIGTERM ends Python without cleanup: as KeyboardInterrupt, the build removes its half version.
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return COMMANDS[args.command](args)
     except ServingError as exc:

@@ -10,6 +10,12 @@ version folder could hold files of either bundle while repository.json named one
 repository.json before a build wrote it dropped that build's version from it, so the next build refused the
 version folder as a stray. A second writer now waits for the first, then reads the manifest that one wrote. The
 kernel drops a flock with its holder: a killed build leaves no stale lock.
+
+A build killed (SIGKILL, the OOM killer, a SIGTERM in the wrong instant) after its first version folder appeared
+and before repository.json listed the version left folders Triton loads (`serve` served the unfinished version as
+the newest) and the next build refused as strays. The build now names its folders in REPO/.build-pending.json
+before placing them and removes that file after its commit (the manifest write): the next writer (`build`, `pin`,
+`serve`) removes what it names unless the manifest lists the version, and any staged `.N.tmp` folder.
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +36,8 @@ from serving.errors import ConfigError
 
 MANIFEST = "repository.json"
 LOCK = ".repository.lock"
+PENDING = ".build-pending.json"
+STAGED = re.compile(r"\.\d+\.tmp")  # a build's staging folder, REPO/<model>/.N.tmp
 
 
 @contextlib.contextmanager
@@ -76,6 +87,68 @@ def versions(repo: str | Path) -> list[int]:
 
 
 def write_manifest(repo: Path, manifest: dict[str, Any]) -> None:
-    tmp = repo / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    tmp.replace(repo / MANIFEST)
+    atomic_write(repo / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def begin_build(repo: Path, version: int, folders: list[str]) -> None:
+    """Before the build's first version folder appears (the caller holds the lock)."""
+    atomic_write(repo / PENDING, json.dumps({"version": version, "pid": os.getpid(), "folders": folders}))
+
+
+def end_build(repo: Path) -> None:
+    (repo / PENDING).unlink(missing_ok=True)
+
+
+def interrupted(repo: Path) -> bool:
+    """A build stopped before its commit left something here (cheap: `serve` asks before taking the lock)."""
+    models = [p for p in repo.iterdir() if p.is_dir()] if repo.is_dir() else []
+    staged = any(STAGED.fullmatch(p.name) for m in models for p in m.iterdir())
+    return staged or (repo / PENDING).exists()
+
+
+def undo_interrupted_build(repo: Path, manifest: dict[str, Any]) -> bool:
+    """Remove what a build stopped before its commit left; True when a version folder was removed (the caller
+    rewrites the configs from the manifest: the stopped build may have written its own). Holds the lock."""
+    removed = False
+    pending = repo / PENDING
+    if pending.exists():
+        try:
+            record = json.loads(pending.read_text())
+            version, folders = str(int(record["version"])), [str(f) for f in record["folders"]]
+        except (ValueError, KeyError, TypeError):  # written whole, so only a hand edit gets here
+            version, folders = "", []
+        if version and version not in manifest["versions"]:
+            for name in folders:
+                path = repo / name
+                if path.parent.parent == repo and path.name == version and path.is_dir():
+                    shutil.rmtree(path)
+                    removed = True
+            if removed:
+                print(
+                    f"{repo}: removed version {version} ({', '.join(folders)}) left by a build that was "
+                    f"stopped (pid {record.get('pid')}) before {MANIFEST} listed it",
+                    file=sys.stderr,
+                )
+        pending.unlink()
+    models = [p for p in repo.iterdir() if p.is_dir()]
+    version_dirs = [v for m in models for v in m.iterdir() if v.name.isdigit() and v.is_dir()]
+    for folder in (repo, *models, *version_dirs):
+        for path in folder.iterdir():
+            if STAGED.fullmatch(path.name) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file():
+                path.unlink()  # a temporary file (atomic_write, a graph copy) left by a kill before its rename
+    return removed
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` whole: a kill mid-write leaves the previous file, never a truncated one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # as a plain write leaves it (mkstemp makes it owner-only)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

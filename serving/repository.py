@@ -11,17 +11,15 @@ Layout (every build adds version N of both models, N = latest + 1 unless --versi
     <repo>/sentiment/N/              model.py, tokenizer/, metadata.json, labels.json, steps.json, monitoring/
     <repo>/classifier/config.pbtxt   onnxruntime_onnx or python; N/model.onnx (+ .data), N/model.py
 
-`sentiment` version N tokenizes, runs the graph of its own build and turns logits into labels: with
-topology bls (production, `--backend onnxruntime`) it calls `classifier` version N (named in
-N/steps.json; BLS), with topology fused (the default with the local python backend) it runs its own copy
-of the same graph (N/model.onnx). Either way each sentiment version is tied to the graph of its own
-build, so requesting an older sentiment version (or pinning it) rolls back model and tokenizer together.
-Configs live at model level and are regenerated from repository.json on every build/pin; the version policy keeps the previous
-version loaded (addressable by version number) until a pin narrows it to one version.
+`sentiment` version N runs the graph of its own build: topology bls (production) calls `classifier` version N
+(N/steps.json), fused (local default) its own copy (N/model.onnx), so an older version (or a pin) rolls back
+model and tokenizer together. Configs (model level) are regenerated from repository.json on every build/pin;
+the version policy keeps the previous version loaded until a pin narrows it to one version.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import shutil
@@ -29,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from serving import manifest as mf
 from serving.bundle import Bundle, load_bundle
 from serving.config import (
     TRT_CACHE_PATH,
@@ -43,7 +42,6 @@ from serving.config import (
     WarmupInput,
 )
 from serving.errors import ConfigError
-from serving.manifest import MANIFEST, locked, read_manifest, write_manifest
 
 ENDPOINT = "sentiment"
 ENSEMBLE = ENDPOINT  # the name clients call (it was an ensemble; kept for importers)
@@ -251,8 +249,8 @@ def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
     )
     for name, config in configs.items():
         (repo / name).mkdir(parents=True, exist_ok=True)
-        (repo / name / "config.pbtxt").write_text(config.render())
-    write_manifest(repo, manifest)
+        mf.atomic_write(repo / name / "config.pbtxt", config.render())  # a truncated one fails Triton's load
+    mf.write_manifest(repo, manifest)  # the commit: a version is built once this lists it
 
 
 def build(
@@ -265,12 +263,28 @@ def build(
     """Add the bundle to `repo` as a new version of every model; return the version number."""
     bundle: Bundle = load_bundle(bundle_path)
     repo = Path(repo)
-    with locked(repo):  # serving/manifest.py: two builds took the same version number
+    with mf.locked(repo):  # serving/manifest.py: two builds took the same version number
         return _build(bundle, repo, version, options or BuildOptions())
 
 
+def _recover(repo: Path) -> dict[str, Any]:
+    """The manifest, after undoing what a build stopped before its commit left (serving/manifest.py)."""
+    manifest = mf.read_manifest(repo)
+    if mf.undo_interrupted_build(repo, manifest) and manifest["versions"]:
+        _write_configs(repo, manifest)  # the stopped build may have rendered configs for its own options
+    return manifest
+
+
+def recover(repo: str | Path) -> None:
+    """For `serve`/`check --repo`: Triton would load a stopped build's version folders as the newest version."""
+    repo = Path(repo)
+    if mf.interrupted(repo):
+        with mf.locked(repo):
+            _recover(repo)
+
+
 def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOptions) -> int:
-    manifest = read_manifest(repo)
+    manifest = _recover(repo)
     existing = [int(v) for v in manifest["versions"]]
     latest = max(existing, default=0)
     if version is None:
@@ -282,19 +296,18 @@ def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOption
         )
     if version < 1:
         raise ConfigError("version must be >= 1")
-    # Triton serves version folders, not the manifest: a folder left by an interrupted build would be
-    # loaded (or fail to load) beside the real versions, so it is never built over or around silently.
+    # Not left by a build (those went in _recover): Triton would load it, so it is never built over silently.
     strays = [repo / name / str(version) for name in MODELS if (repo / name / str(version)).exists()]
     if strays:
         raise ConfigError(
-            f"{', '.join(map(str, strays))} already exists but {repo / MANIFEST} does not list version "
+            f"{', '.join(map(str, strays))} already exists but {repo / mf.MANIFEST} does not list version "
             f"{version} (left by an interrupted build?): delete it and build again"
         )
     model_file = bundle.model_file(options.precision)
     bundle.check_graph(model_file)
 
     staged = {name: repo / name / f".{version}.tmp" for name in MODELS}
-    placed: list[Path] = []
+    mf.begin_build(repo, version, [f"{name}/{version}" for name in MODELS])
     try:
         for path in staged.values():
             shutil.rmtree(path, ignore_errors=True)
@@ -323,30 +336,29 @@ def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOption
             shutil.copy2(MODEL_SOURCES / "sentiment_common.py", path / "sentiment_common.py")
         for name, path in staged.items():
             path.rename(repo / name / str(version))
-            placed.append(repo / name / str(version))
-    except BaseException:
-        for path in [*staged.values(), *placed]:  # no half version (classifier without endpoint) stays
-            shutil.rmtree(path, ignore_errors=True)
+        if options.topology == "fused":
+            _backfill_fused_graphs(repo, existing)
+        meta = bundle.metadata
+        manifest["versions"][str(version)] = {
+            "bundle": str(bundle.path.resolve()),
+            "model_name": meta.get("model_name"),
+            "model_version": meta.get("model_version"),
+            "dataset_manifest_sha256": meta.get("dataset_manifest_sha256"),
+            "git_revision": meta.get("git_revision"),
+            "metrics": meta.get("metrics", {}),
+            "precision": options.precision,
+            "num_labels": len(bundle.labels),
+            "max_length": meta.get("max_length"),
+            "built": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+        manifest["options"] = asdict(options)
+        manifest["pinned"] = None  # a new build is a rollout: it releases any earlier pin
+        _write_configs(repo, manifest)
+    except BaseException:  # no half version (classifier without endpoint) stays, nor its configs
+        with contextlib.suppress(Exception):
+            _recover(repo)
         raise
-
-    if options.topology == "fused":
-        _backfill_fused_graphs(repo, existing)
-    meta = bundle.metadata
-    manifest["versions"][str(version)] = {
-        "bundle": str(bundle.path.resolve()),
-        "model_name": meta.get("model_name"),
-        "model_version": meta.get("model_version"),
-        "dataset_manifest_sha256": meta.get("dataset_manifest_sha256"),
-        "git_revision": meta.get("git_revision"),
-        "metrics": meta.get("metrics", {}),
-        "precision": options.precision,
-        "num_labels": len(bundle.labels),
-        "max_length": meta.get("max_length"),
-        "built": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
-    manifest["options"] = asdict(options)
-    manifest["pinned"] = None  # a new build is a rollout: it releases any earlier pin
-    _write_configs(repo, manifest)
+    mf.end_build(repo)
     return version
 
 
@@ -361,7 +373,9 @@ def _backfill_fused_graphs(repo: Path, older: list[int]) -> None:
             continue
         for path in source.iterdir():
             if path.name == "model.onnx" or path.name.endswith(".onnx.data"):
-                shutil.copy2(path, target / path.name)
+                # Through a temporary name: a truncated graph left by a kill would be skipped next time.
+                shutil.copy2(path, target / f".{path.name}.tmp")
+                (target / f".{path.name}.tmp").replace(target / path.name)
 
 
 def pin(repo: str | Path, version: int | None) -> None:
@@ -369,12 +383,12 @@ def pin(repo: str | Path, version: int | None) -> None:
     repo = Path(repo)
     if not repo.is_dir():
         raise ConfigError(f"{repo} has no versions: run `python -m serving build BUNDLE {repo}` first")
-    with locked(repo):
+    with mf.locked(repo):
         _pin(repo, version)
 
 
 def _pin(repo: Path, version: int | None) -> None:
-    manifest = read_manifest(repo)
+    manifest = _recover(repo)
     if not manifest["versions"]:
         raise ConfigError(f"{repo} has no versions: run `python -m serving build BUNDLE {repo}` first")
     if version is not None and str(version) not in manifest["versions"]:

@@ -5,7 +5,8 @@ CronWorkflow, and nothing in the cluster says which pipeline should exist. The s
 environment's pipeline (infra/program.py, argo.declare), and its Prometheus rules declare that environment
 (`stack:retraining_pipeline:declared`), which RetrainingPipelineAbsent (monitoring/rules/training.yaml) reads.
 Checked on the rules exactly as the plan renders them, with the real promtool, and on the stack's alertmanager.yml in
-a real Alertmanager.
+a real Alertmanager. The alert trusts kube-state-metrics' target: its outage is KubeStateMetricsDown's page, checked
+here on the same rendered rules.
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ KSM_UP = (
 )
 
 
-def rules_of(plan: Plan) -> dict[str, Any]:
+def prometheus_values(plan: Plan) -> dict[str, Any]:
     (release,) = [
         r["inputs"] for r in plan.iter_custom()
         if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == "prometheus"
     ]  # fmt: skip
-    rules: dict[str, Any] = release["values"]["serverFiles"]["alerting_rules.yml"]
+    values: dict[str, Any] = release["values"]
+    return values
+
+
+def rules_of(plan: Plan) -> dict[str, Any]:
+    rules: dict[str, Any] = prometheus_values(plan)["serverFiles"]["alerting_rules.yml"]
     return rules
 
 
@@ -136,3 +142,65 @@ def test_the_stacks_alertmanager_sends_the_deleted_pipeline_once(tmp_path: Path)
         ("RetrainingPipelineStale", "dev"): "suppressed",
         ("RetrainingPipelineStale", "staging"): "active",
     }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_chart_keeps_the_kubernetes_scrape_jobs_kube_state_metrics_down_counts_on(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    """KubeStateMetricsDown (monitoring/rules/exporters.yaml) counts a missing kube-state-metrics target only where
+    the chart's default `kubernetes-apiservers`/`kubernetes-nodes` jobs exist; a stack that replaced the chart's
+    scrape configuration would silence it (and lose `kubernetes-service-endpoints`, which scrapes kube-state-metrics)."""
+    values = prometheus_values(plans[stack])
+    assert "prometheus.yml" not in values.get("serverFiles", {}), "the chart's scrape jobs were replaced"
+    assert values.get("kube-state-metrics", {}).get("enabled", True) is not False
+
+
+@pytest.mark.integration
+def test_the_rendered_rules_say_when_kube_state_metrics_is_gone_not_that_the_pipeline_is(
+    plans: dict[str, Plan], tmp_path: Path
+) -> None:
+    """kube-state-metrics' Service deleted at 10m: every series it wrote goes with it, the pipeline's included.
+    RetrainingPipelineAbsent must not read that as a deletion, and KubeStateMetricsDown says what happened."""
+    if PROMTOOL is None:
+        pytest.skip("promtool is missing: apt-get install prometheus")
+    rules = rules_of(plans["dev"])
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
+    name = render.template_name(planner.load_stack("dev").environment)
+    series = [
+        {"series": KSM_UP, "values": "1x9 stale"},
+        {"series": 'up{instance="10.0.0.10:443",job="kubernetes-apiservers"}', "values": "1x40"},
+        *(
+            {"series": _ksm(kind, name), "values": "0x9 stale"}
+            for kind in ("WorkflowTemplate", "CronWorkflow")
+        ),
+    ]
+    (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == "KubeStateMetricsDown"]
+    down = {
+        "exp_labels": {"severity": "critical", "owner": "platform"},
+        "exp_annotations": {
+            "summary": "kube-state-metrics has no scrape target (not deployed, or its Service is not scraped): "
+            "every alert on Kubernetes objects is blind",
+            "runbook": alert["annotations"]["runbook"],
+        },
+    }
+    test = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "19m", "alertname": "KubeStateMetricsDown", "exp_alerts": []},
+                    {"eval_time": "20m", "alertname": "KubeStateMetricsDown", "exp_alerts": [down]},
+                    {"eval_time": "40m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": []},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "ksm.test.yml").write_text(yaml.safe_dump(test, sort_keys=False))
+    done = subprocess.run(
+        [PROMTOOL, "test", "rules", "ksm.test.yml"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

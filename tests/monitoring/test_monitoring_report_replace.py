@@ -54,14 +54,15 @@ def test_a_write_cut_by_the_file_size_limit_leaves_the_previous_report(tmp_path:
         import resource, signal, sys
         from pathlib import Path
         from monitoring import drift
+        from monitoring.errors import InputError
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal's core dump
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
         big = {"drift_detected": True, "score": 0.5, "features": {f"f{i}": "x" * 64 for i in range(400)}}
         try:
             drift.write(drift.DriftResult(report=big, snapshot=None), Path(sys.argv[1]))
-        except OSError as exc:
-            print(f"refused: {exc.strerror}")
+        except InputError as exc:  # the CLIs' exit 2, naming the file; the kernel's EFBIG is its cause
+            print(f"refused: {exc} / {exc.__cause__.strerror}")
             sys.exit(3)
         """
     )
@@ -69,6 +70,7 @@ def test_a_write_cut_by_the_file_size_limit_leaves_the_previous_report(tmp_path:
         [sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3, done.stdout + done.stderr
+    assert "the previous file is kept whole" in done.stdout, done.stdout
     assert_previous_intact(out)
 
 

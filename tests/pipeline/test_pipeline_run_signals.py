@@ -20,7 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.run_cli import ROOT, assert_interrupted, kill_session, records, session, start, wait_for
+from tests.pipeline.run_cli import (
+    ROOT,
+    RUNNER,
+    assert_interrupted,
+    kill_session,
+    records,
+    session,
+    start,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -55,26 +64,6 @@ STUBBORN = textwrap.dedent(
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # inherits SIG_IGN
     print("ready", flush=True)
     time.sleep(600)
-    """
-)
-
-RUNNER = textwrap.dedent(
-    """
-    import signal, sys
-    from pipeline import cli, dag, runner
-    signal.signal(signal.SIGTERM, cli._interrupt)  # as `python -m pipeline run` does before runner.run
-    try:
-        from pipeline import supervise
-        supervise.STOP_GRACE_S = 2.0
-    except ImportError:
-        pass
-    params = dag.Params(store=sys.argv[1], work=sys.argv[2])
-    try:
-        # drift-check never runs (the run stops at data-check): its inputs need not exist
-        stubborn = [sys.executable, "-c", sys.argv[3]]
-        runner.run(params, commands={"data-check": stubborn, "drift-check": stubborn})
-    except KeyboardInterrupt:
-        sys.exit(130)
     """
 )
 

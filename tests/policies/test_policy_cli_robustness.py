@@ -177,10 +177,10 @@ def _serving_pack(runner: psutil.Process, timeout_s: float = 60.0) -> psutil.Pro
 
 @contextlib.contextmanager
 def runner_with_serving_pack(
-    tmp_path: Path, pack_python: Path
+    tmp_path: Path, pack_python: Path, **env: str
 ) -> Iterator[tuple[subprocess.Popen[bytes], psutil.Process]]:
     """`policies.analyze` on several stacks (so that a signal lands while a pack is up), caught with its pack
-    listening; whatever the test leaves running is killed after it."""
+    listening; whatever the test leaves running is killed after it. `env` adds to the runner's environment."""
     plans = []
     for n in range(4):
         path = tmp_path / f"s{n}.json"
@@ -189,7 +189,7 @@ def runner_with_serving_pack(
     runner = subprocess.Popen(
         [sys.executable, "-m", "policies.analyze", *plans, "--out", str(tmp_path / "out")],
         cwd=REPO,
-        env=_env(pack_python),
+        env={**_env(pack_python), **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -206,17 +206,25 @@ def runner_with_serving_pack(
 
 
 @pytest.mark.integration
+def pack_stderr_file(pack: psutil.Process) -> Path:
+    """Where the pack's stderr lives in the file system (`/proc` marks a file with no name left `(deleted)`)."""
+    return Path(os.readlink(f"/proc/{pack.pid}/fd/2").removesuffix(" (deleted)"))
+
+
 def test_sigterm_stops_the_pack_and_exits_143(tmp_path: Path, pack_python: Path) -> None:
     """`timeout`, a CI cancel or a supervisor sends SIGTERM to the runner alone: the pack (a gRPC server
     that blocks until killed) was left running under init, with its stderr file in the temp folder."""
-    with runner_with_serving_pack(tmp_path, pack_python) as (runner, pack):
-        stderr_file = Path(os.readlink(f"/proc/{pack.pid}/fd/2"))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with runner_with_serving_pack(tmp_path, pack_python, TMPDIR=str(temp)) as (runner, pack):
+        stderr_file = pack_stderr_file(pack)
         runner.send_signal(signal.SIGTERM)
         runner.wait(timeout=30)
         assert runner.returncode == -signal.SIGTERM  # the conventional "killed by SIGTERM" (shell: 143)
         gone, _ = psutil.wait_procs([pack], timeout=5)
         assert gone, f"the pack process {pack.pid} outlived the runner"
         assert not stderr_file.exists(), f"{stderr_file} was left behind"
+        assert not list(temp.iterdir()), "the runner left files in its temp folder"
         for result in (tmp_path / "out").glob("*"):  # whatever was written is complete
             assert result.suffix == ".json" and json.loads(result.read_text())["stack"] == result.stem
 

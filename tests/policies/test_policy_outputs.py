@@ -15,7 +15,7 @@ from typing import Any
 import policy_fixtures as fx
 import psutil
 import pytest
-from test_policy_cli_robustness import runner_with_serving_pack
+from test_policy_cli_robustness import pack_stderr_file, runner_with_serving_pack
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = ("compliance.md", "compliance.html", "policy.sarif", "policy-junit.xml")
@@ -93,13 +93,15 @@ def test_a_failed_report_write_keeps_the_previous_report_whole(tmp_path: Path, p
 @pytest.mark.integration
 def test_sigkill_of_the_runner_takes_the_pack_with_it(tmp_path: Path, pack_python: Path) -> None:
     """SIGKILL (the OOM killer, `kill -9`, a CI runner's hard stop) runs no cleanup: the pack, a gRPC server
-    that blocks until killed, was left running under init."""
-    with runner_with_serving_pack(tmp_path, pack_python) as (runner, pack):
-        stderr_file = Path(os.readlink(f"/proc/{pack.pid}/fd/2"))
-        try:
-            runner.send_signal(signal.SIGKILL)
-            runner.wait(timeout=30)
-            gone, _ = psutil.wait_procs([pack], timeout=5)
-            assert gone, f"the pack process {pack.pid} outlived the SIGKILLed runner"
-        finally:  # the runner's `finally` that removes it never ran
-            stderr_file.unlink(missing_ok=True)
+    that blocks until killed, was left running under init, and its stderr file, which the runner removed in a
+    `finally` that never ran, stayed in the temp folder for ever."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with runner_with_serving_pack(tmp_path, pack_python, TMPDIR=str(temp)) as (runner, pack):
+        stderr_file = pack_stderr_file(pack)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+        gone, _ = psutil.wait_procs([pack], timeout=5)
+        assert gone, f"the pack process {pack.pid} outlived the SIGKILLed runner"
+    assert not stderr_file.exists(), f"{stderr_file} was left behind by the SIGKILLed runner"
+    assert not list(temp.iterdir()), "the SIGKILLed runner left files in its temp folder"

@@ -9,6 +9,7 @@ which enforces `If-None-Match: *` like S3) and on Azure Blob (Azurite); a holder
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.server
 import json
@@ -210,8 +211,9 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
         "--build-record", str(evidence_files["build_record"]),
         "--smoke-command", "true",
     ]  # fmt: skip
-    # The deploy "runs" (touches a file, then sleeps) when the holder is killed with its whole group.
-    deploy = f"sh -c 'touch {started}; sleep 120'"
+    # The deploy "runs" (writes its pid, then sleeps) when the holder is killed with its whole group, and the deploy
+    # with its own (it runs in a session of its own): a lost node takes everything.
+    deploy = f"sh -c 'echo $$ > {started}; exec sleep 120'"
     holder = _cli(
         *promote,
         "--deploy-command",
@@ -231,6 +233,12 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
         holder.wait(30)
     finally:
         stop_group(holder, grace_s=1)
+        for _ in range(50):
+            if started.exists() and started.read_text().strip():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(int(started.read_text()), signal.SIGKILL)
+                break
+            threading.Event().wait(0.1)
     lock = json.loads((store / "sentiment" / "environments" / "dev.lock").read_text())
     # As if it ran on a CI runner that vanished: a holder gone from this machine is taken over instead
     # (test_promotion_lock_takeover.py); one elsewhere cannot be proved gone.

@@ -77,6 +77,56 @@ def test_numbers_a_command_cannot_use_exit_2_naming_the_flag() -> None:
         assert done.returncode == 2 and f"argument {flag}" in done.stderr, (args, done.stderr)
 
 
+def test_loadtest_outputs_that_cannot_be_written_exit_2_before_any_request(tmp_path: Path) -> None:
+    """Found after the sweep, they cost all its minutes: checked first, with no connection to --url."""
+    (tmp_path / "a-file").write_text("")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        server.setblocking(False)
+        url = f"127.0.0.1:{server.getsockname()[1]}"
+        for out, said in (
+            (tmp_path, f"--out {tmp_path} is a folder: pass a file path"),
+            (tmp_path / "a-file" / "lt.json", f"{tmp_path / 'a-file'} is a file, not a folder"),
+            (Path("/sys/lt.json"), "cannot write in /sys (Permission denied)"),  # even root may not
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "serving", "loadtest", "--url", url, "--out", str(out)],
+                capture_output=True, text=True, timeout=8,
+            )  # fmt: skip
+            assert done.returncode == 2 and said in done.stderr, (out, done.stderr)
+            assert "Traceback" not in done.stderr
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected: no readiness probe, no load
+
+
+def test_numbers_and_inputs_checked_before_the_work_exit_2_naming_the_flag(tmp_path: Path) -> None:
+    for args, flag in (
+        (("serve", str(tmp_path), "--http-port", "-1"), "--http-port"),  # was an OverflowError traceback
+        (("serve", str(tmp_path), "--metrics-port", "65536"), "--metrics-port"),
+        (("serve", str(tmp_path), "--log-verbose", "-1"), "--log-verbose"),
+        (("build", str(tmp_path), str(tmp_path / "m"), "--version", "0"), "--version"),
+        (("build", str(tmp_path), str(tmp_path / "m"), "--max-batch-size", "0"), "--max-batch-size"),
+        (("build", str(tmp_path), str(tmp_path / "m"), "--instances", "-2"), "--instances"),
+        (("build", str(tmp_path), str(tmp_path / "m"), "--queue-delay-us", "-1"), "--queue-delay-us"),
+        (("build", str(tmp_path), str(tmp_path / "m"), "--pad-to-multiple-of", "0"), "--pad-to-multiple-of"),
+        (("signal", "--window", "inf"), "--window"),  # was an OverflowError from time.sleep
+        (("infer", "hi", "--timeout", "nan"), "--timeout"),
+    ):
+        done = cli(*args)
+        assert done.returncode == 2 and f"argument {flag}" in done.stderr, (args, done.stderr)
+    assert not (tmp_path / "m").exists()
+
+
+def test_check_reads_its_bundle_before_waiting_for_the_server(tmp_path: Path, silent_url: str) -> None:
+    """Before: a missing --bundle was found after the 60 s wait for the server (or a server start)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "serving", "check", "--url", silent_url, "--bundle", str(tmp_path / "absent")],
+        capture_output=True, text=True, timeout=20,
+    )  # fmt: skip
+    assert done.returncode == 2 and "is not a folder: pass the export bundle" in done.stderr, done.stderr
+
+
 def test_loadtest_against_no_server_is_unavailable_not_a_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
     from serving import loadtest
 

@@ -72,6 +72,30 @@ def test_loadtest_report_has_the_contract_shape(server, tmp_path: Path) -> None:
     assert set(saved) >= {"url", "model", "results"} and saved["results"][0]["requests"] == 10
 
 
+def _requests_served(server: TritonServer) -> float:
+    with urllib.request.urlopen(server.metrics_url, timeout=5) as resp:
+        lines = resp.read().decode().splitlines()
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("nv_inference_request_success{")
+    )
+
+
+def test_a_loadtest_report_path_that_cannot_be_written_is_refused_before_any_load(
+    server, tmp_path: Path
+) -> None:
+    """Before: the whole sweep ran, then writing the report failed (IsADirectoryError traceback, exit 1)."""
+    (tmp_path / "reports").mkdir()
+    served = _requests_served(server)
+    done = subprocess.run(
+        [sys.executable, "-m", "serving", "loadtest", "--url", server.http_url, "--concurrency", "1,2",
+         "--requests", "20", "--out", str(tmp_path / "reports")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--out {tmp_path / 'reports'} is a folder: pass a file path" in done.stderr
+    assert _requests_served(server) == served  # no request sent, so none measured and lost
+
+
 def test_a_busy_port_is_a_clear_error(served_repo: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
