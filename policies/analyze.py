@@ -10,7 +10,8 @@ resource, AnalyzeStack for the whole stack; then stops the process. Waivers (pol
 are applied to the diagnostics afterwards: waived findings are listed under "waived", never dropped.
 
 Exit status: 0 no mandatory violation, 1 at least one, 2 bad input (missing/malformed plan, config or
-waivers; unusable --out), 3 the pack could not be started (run `make setup`); SIGTERM: 143, pack stopped.
+waivers; unusable --out), 3 the pack could not be started (run `make setup`) or stopped answering (its stderr
+is in the message), 4 an internal error; SIGTERM: 143, pack stopped.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ __all__ = [
     "pack_python",
     "pack_version",
     "plan_from_dict",
+    "project_stacks",
     "prune_stale_results",
     "resolve_provider",
     "run",
@@ -197,6 +199,7 @@ def run(
             # Both would write <out>/<stack>.json: the second result would silently replace the first.
             raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
         seen[plan.stack] = plan.path
+    _check_file_names(plans, out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
     overrides = _load_config(config_path) if config_path is not None else {}
@@ -224,6 +227,41 @@ def run(
             f"removed {path}: stack {path.stem} was not in this run (its result was stale)", file=sys.stderr
         )
     return docs
+
+
+def project_stacks(*roots: Path) -> set[str]:
+    """The stacks a Pulumi project declares (`Pulumi.<stack>.yaml` beside its `Pulumi.yaml`), at these folders:
+    by default the project this pack sits in (`pulumi preview --policy-pack policies`) and the current one."""
+    stacks: set[str] = set()
+    for root in roots or (REPO_ROOT, Path.cwd()):
+        if (root / "Pulumi.yaml").is_file() or (root / "Pulumi.yml").is_file():
+            for path in [*root.glob("Pulumi.*.yaml"), *root.glob("Pulumi.*.yml")]:
+                stacks.add(path.name.split(".", 1)[1].rsplit(".", 1)[0])
+    return stacks
+
+
+def _check_file_names(plans: Sequence[Plan], out_dir: Path) -> None:
+    """infra.plan writes each plan as <stack>.json and the result takes the plan's `stack`. A plan named after
+    another stack of the project (prod.json holding "dev": copied or renamed) was analysed as that other stack
+    in silence, and the named stack got no result (or, pruned, lost the one it had). Any other name is fine
+    (plan.json, a test's good.json): the runner says where its result goes."""
+    stacks = project_stacks()
+    for plan in plans:
+        name = plan.path.stem
+        if name == plan.stack:
+            continue
+        if name in stacks:
+            raise PlanError(
+                f"{plan.path} holds the plan of stack {plan.stack!r}, not of stack {name!r} (Pulumi.{name}.yaml): "
+                f"a copied or renamed plan; its result would be {plan.stack}.json and stack {name!r} would "
+                f"have none. Render it again (`python -m infra.plan --stack {name} --out {plan.path.parent}`) "
+                f"or name the file {plan.stack}.json"
+            )
+        print(
+            f"note: {plan.path} holds the plan of stack {plan.stack!r}: its result is "
+            f"{out_dir / (plan.stack + '.json')}",
+            file=sys.stderr,
+        )
 
 
 def _load_config(path: Path) -> dict[str, Any]:

@@ -6,16 +6,28 @@ Analyze for each resource (with its provider resource), AnalyzeStack for the who
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from policies.plans import Plan, PlanError, provider_index, resolve_provider, to_wire
-from policies.process import PACK_DIR, PackError, start_pack
+from policies.process import PACK_DIR, PackError, PackProcess, start_pack
 from policies.rules.core import is_undetermined
 
 REPO_ROOT = PACK_DIR.parent
+READY_TIMEOUT_S = 30.0
+"""How long the pack may take to answer on the port it printed (it prints the port once its server listens)."""
+RPC_TIMEOUT_S = 300.0
+"""One Analyzer call (one resource, or the whole stack): a rule that hangs is a failed pack (exit 3), not a
+gate that holds CI until the job's own timeout. Generous: a call takes milliseconds to seconds."""
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 400 * 1024 * 1024),
+    # gRPC routes even 127.0.0.1 through http_proxy/https_proxy/grpc_proxy: on a CI runner behind a proxy the
+    # pack never answered (the Pulumi CLI, in Go, never proxies loopback). The pack is always local.
+    ("grpc.enable_http_proxy", 0),
+]
 _LEVELS = ("advisory", "mandatory", "disabled", "remediate")  # proto EnforcementLevel order
 _SEVERITIES = ("", "low", "medium", "high", "critical")
 
@@ -117,11 +129,10 @@ def analyze_plan(
 
     overrides = overrides or {}
     with start_pack(plan, python, pack_dir=pack_dir, as_cli=as_cli, dry_run=dry_run) as pack:
-        channel = grpc.insecure_channel(
-            f"127.0.0.1:{pack.port}", options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)]
-        )
+        channel = grpc.insecure_channel(f"127.0.0.1:{pack.port}", options=_CHANNEL_OPTIONS)
+        call = "Handshake"
         try:
-            grpc.channel_ready_future(channel).result(timeout=30)
+            _wait_ready(channel, pack)
             stub = pb_grpc.AnalyzerStub(channel)
             try:
                 stub.Handshake(
@@ -129,7 +140,8 @@ def analyze_plan(
                         engine_address=pack.engine_address,
                         root_directory=str(REPO_ROOT),
                         program_directory=str(PACK_DIR),
-                    )
+                    ),
+                    timeout=RPC_TIMEOUT_S,
                 )
                 handshake = "ok"
             except grpc.RpcError as err:
@@ -137,8 +149,10 @@ def analyze_plan(
                 if err.code() != grpc.StatusCode.UNIMPLEMENTED:
                     raise
                 handshake = "unimplemented"
-            info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+            call = "GetAnalyzerInfo"
+            info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=RPC_TIMEOUT_S)
             config = pack_config(info, plan, overrides)
+            call = "Configure"
             stub.Configure(
                 pb.ConfigureAnalyzerRequest(
                     policyConfig={
@@ -147,13 +161,16 @@ def analyze_plan(
                         )
                         for name, (level, props) in config.items()
                     }
-                )
+                ),
+                timeout=RPC_TIMEOUT_S,
             )
             tags = {"environment": plan.environment} if plan.environment else {}
+            call = "ConfigureStack"
             stub.ConfigureStack(
                 pb.AnalyzerStackConfigureRequest(
                     stack=plan.stack, project=plan.project, dry_run=dry_run, tags=tags
-                )
+                ),
+                timeout=RPC_TIMEOUT_S,
             )
             policies = [_policy_info(p, config) for p in info.policies]
             result = StackResult(
@@ -188,7 +205,8 @@ def analyze_plan(
                 }
                 if provider_msg is not None:
                     kwargs["provider"] = provider_msg
-                response = stub.Analyze(pb.AnalyzeRequest(**kwargs))
+                call = f"Analyze of {r['urn']}"
+                response = stub.Analyze(pb.AnalyzeRequest(**kwargs), timeout=RPC_TIMEOUT_S)
                 result.resources_analyzed += 1
                 result.violations += [_violation(d, r["urn"]) for d in response.diagnostics]
                 result.not_applicable += [
@@ -202,13 +220,45 @@ def analyze_plan(
                         dependencies=[d for d in r.get("dependencies") or [] if isinstance(d, str)],
                     )
                 )
-            response = stub.AnalyzeStack(pb.AnalyzeStackRequest(resources=stack_resources))
+            call = "AnalyzeStack"
+            response = stub.AnalyzeStack(
+                pb.AnalyzeStackRequest(resources=stack_resources), timeout=RPC_TIMEOUT_S
+            )
             result.violations += [_violation(d, None) for d in response.diagnostics]
             return result
         except grpc.RpcError as err:
-            raise PackError(f"Analyzer RPC failed: {err}\n{pack.stderr_tail()}") from err
+            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                what = f"{pack.describe()} did not answer {call} within {RPC_TIMEOUT_S:.0f}s"
+            else:
+                what = f"Analyzer RPC failed: {call} to {pack.describe()}: {err}"
+            raise PackError(f"{what}; its stderr:\n{pack.stderr_tail()}") from err
         finally:
             channel.close()
+
+
+def _wait_ready(channel: Any, pack: PackProcess) -> None:
+    """Wait for the pack's server on the port it printed. grpc's FutureTimeoutError is no RpcError: it ended the
+    run as an internal error (exit 4) without the pack's stderr. A pack that exits meanwhile fails at once."""
+    import grpc
+
+    ready = grpc.channel_ready_future(channel)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    try:
+        while True:
+            try:
+                ready.result(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+                return
+            except grpc.FutureTimeoutError:
+                status = pack.process.poll()
+                if status is not None:
+                    why = f"exited (status {status}) after printing port {pack.port}"
+                elif time.monotonic() >= deadline:
+                    why = f"printed port {pack.port} but did not answer on 127.0.0.1:{pack.port} within {READY_TIMEOUT_S:.0f}s"
+                else:
+                    continue
+                raise PackError(f"{pack.describe()} {why}; its stderr:\n{pack.stderr_tail()}") from None
+    finally:
+        ready.cancel()
 
 
 def _policy_info(p: Any, config: Mapping[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:

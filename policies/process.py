@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -51,6 +52,12 @@ class PackProcess:
 
     def stderr_tail(self, n: int = 4000) -> str:
         return _tail(self.stderr_file, n)
+
+    def describe(self) -> str:
+        """Which pack, run by which interpreter: what a user checks when it fails (`make setup`, the venv)."""
+        args = [str(a) for a in self.process.args] if isinstance(self.process.args, list) else []
+        where = f"{args[-1]} ({args[0]} -m pulumi.policy, pid {self.process.pid})" if args else ""
+        return f"the policy pack {where}".rstrip()
 
 
 def _anonymous_file() -> BinaryIO:
@@ -154,13 +161,14 @@ def _read_port(proc: subprocess.Popen[bytes], stderr: BinaryIO) -> int:
     )
     reader.start()
     reader.join(START_TIMEOUT_S)
-    text = line[0].decode().strip() if line else ""
-    if not text.isdigit():
+    text = line[0].decode(errors="replace").strip() if line else ""
+    # str.isdigit() took "²" and "99999": int() raised (exit 4) or the channel dialled no port and waited.
+    if not (re.fullmatch(r"[0-9]{1,5}", text) and 0 < int(text) < 65536):
         proc.kill()
         proc.wait(timeout=10)  # its last words are in the file before they are read
         tail = _tail(stderr, 3000)
         raise PackError(
-            f"the policy pack did not print its port within {START_TIMEOUT_S:.0f}s (got {text!r}):\n{tail}"
+            f"the policy pack did not print its port (1-65535) within {START_TIMEOUT_S:.0f}s (got {text!r}):\n{tail}"
         )
     return int(text)
 

@@ -6,7 +6,7 @@ It analyzes every plan through the real pack (policies.analyze), runs Checkov ov
 (Kubernetes manifests rendered from the plans, Dockerfiles, GitHub workflows) and writes:
 reports/policy/<stack>.json, reports/compliance.md, reports/compliance.html, reports/policy.sarif and
 reports/policy-junit.xml. Exit 1 when a mandatory violation is not waived, 2 on bad input, 3 when the
-pack cannot start.
+pack cannot start or fails (4: an internal error).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,7 +96,8 @@ def build(
     if out.exists() and not out.is_dir():
         # Checked here: analyze.run would name --out/policy, a path the reviewer never typed.
         raise analyze.PlanError(f"--out {out} is a file; name a folder for the reports")
-    plan_paths = sorted(p for p in plans_dir.glob("*.json") if p.is_file()) if plans_dir.is_dir() else []
+    plan_paths = sorted(plans_dir.glob("*.json")) if plans_dir.is_dir() else []
+    _refuse_non_files(plans_dir, plan_paths)
     if not plan_paths:
         what = "no plan files (*.json)" if plans_dir.is_dir() else "no such folder"
         raise analyze.PlanError(
@@ -142,6 +144,31 @@ def build(
         except OSError as err:
             raise analyze.PlanError(f"{out / name}: cannot write the report ({err})") from err
     return report
+
+
+def _refuse_non_files(plans_dir: Path, entries: Sequence[Path]) -> None:
+    """A `*.json` in --plans that is no plan file (a folder: `infra.plan --out reports/plan/dev.json`; a dangling
+    link; a pipe) was skipped in silence: its stack was missing from the report, and its previous result was
+    removed as stale. Each one is a stack the reviewer meant to see, so the run refuses and names them."""
+    odd = []
+    for path in entries:
+        if path.is_file():
+            continue
+        if path.is_dir():
+            try:
+                inside = sorted(p.name for p in path.iterdir())[:3]
+            except OSError:
+                inside = []
+            odd.append(f"{path.name} is a folder" + (f" (holding {', '.join(inside)})" if inside else ""))
+        elif path.is_symlink() and not path.exists():
+            odd.append(f"{path.name} is a link to {os.readlink(path)}, which does not exist")
+        else:
+            odd.append(f"{path.name} is not a regular file")
+    if odd:
+        raise analyze.PlanError(
+            f"--plans {plans_dir}: {'; '.join(odd)}. Each *.json there is read as one stack's plan "
+            "(python -m infra.plan writes <stack>.json files): replace it by the plan file, or move it out"
+        )
 
 
 def _pack_has_parliament(python: Path | None) -> bool:

@@ -22,12 +22,17 @@ from pathlib import Path
 from serving import arguments as arg
 from serving.errors import ServingError
 
+# Light (tritonclient is imported per call): --help stays instant.
+from serving.loadtest import DEFAULT_TIMEOUT_S as LOADTEST_TIMEOUT_S
 
-def _add_client_args(p: argparse.ArgumentParser) -> None:
+
+def _add_client_args(p: argparse.ArgumentParser, timeout_s: float = 10.0) -> None:
     p.add_argument("--url", default="127.0.0.1:8000", help="host:port (HTTP 8000 / gRPC 8001 by default)")
     p.add_argument("--protocol", choices=("http", "grpc"), default="http")
     p.add_argument("--model", default="sentiment")
-    p.add_argument("--timeout", type=arg.seconds, default=10.0, help="seconds per call")
+    p.add_argument(
+        "--timeout", type=arg.seconds, default=timeout_s, help=f"seconds per call (default {timeout_s:g})"
+    )
 
 
 def _add_version_arg(p: argparse.ArgumentParser) -> None:
@@ -104,7 +109,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, help="start a server on this repository (free ports) for the check")
 
     p = sub.add_parser("loadtest", help="concurrency sweep: throughput, p50/p95/p99 latency, errors (JSON)")
-    _add_client_args(p)
+    # Longer than a single call's: a request cut short is an error, and a lost latency sample, of its level.
+    _add_client_args(p, timeout_s=LOADTEST_TIMEOUT_S)
     p.add_argument("--concurrency", type=arg.concurrency, default=[1, 8, 32], help="e.g. 1,8,32")
     p.add_argument("--requests", type=arg.positive_int, default=200, help="requests per concurrency level")
     p.add_argument("--texts", type=Path, help="one text per line (default: a few built-in sentences)")
@@ -190,14 +196,17 @@ def _serve(args: argparse.Namespace) -> int:
     )
     signal.signal(signal.SIGTERM, _interrupt)  # kubectl/systemd stop as cleanly as Ctrl-C
     with server:
-        print(f"tritonserver ready on {args.repo}", flush=True)
-        print(
-            f"  HTTP    http://{server.http_url}  (/v2/health/ready, /v2/models/sentiment/infer)", flush=True
-        )
-        print(f"  gRPC    {server.grpc_url}", flush=True)
-        print(f"  metrics {server.metrics_url}", flush=True)
-        print("Ctrl-C to stop.", flush=True)
+        # The prints are inside the try: a stop that lands right after "Ctrl-C to stop." (a supervisor's
+        # SIGTERM as soon as the server is up) is the asked-for stop, exit 0, not an interrupted start's 130.
         try:
+            print(f"tritonserver ready on {args.repo}", flush=True)
+            print(
+                f"  HTTP    http://{server.http_url}  (/v2/health/ready, /v2/models/sentiment/infer)",
+                flush=True,
+            )
+            print(f"  gRPC    {server.grpc_url}", flush=True)
+            print(f"  metrics {server.metrics_url}", flush=True)
+            print("Ctrl-C to stop.", flush=True)
             while server.process is not None and server.process.poll() is None:
                 time.sleep(0.5)
         except KeyboardInterrupt:
@@ -286,6 +295,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         model=args.model,
         protocol=args.protocol,
         warmup_requests=args.warmup_requests,
+        timeout_s=args.timeout,
     )
     atomic_write(args.out, json.dumps(report, indent=2) + "\n")
     for row in report["results"]:

@@ -11,38 +11,20 @@ here on the same rendered rules.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from infra_fixtures import STACKS, Plan
+from promtool_rules import assert_rule_test_passes, prometheus_values, require_promtool, rules_of
 
 from infra import plan as planner
 from infra.k8s import monitoring
 from pipeline import argo as render
 
-PROMTOOL = shutil.which("promtool")
 KSM_UP = (
     'up{app_kubernetes_io_name="kube-state-metrics",instance="10.0.3.7:8080",job="kubernetes-service-endpoints",'
     'namespace="monitoring",service="prometheus-kube-state-metrics"}'
 )
-
-
-def prometheus_values(plan: Plan) -> dict[str, Any]:
-    (release,) = [
-        r["inputs"] for r in plan.iter_custom()
-        if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == "prometheus"
-    ]  # fmt: skip
-    values: dict[str, Any] = release["values"]
-    return values
-
-
-def rules_of(plan: Plan) -> dict[str, Any]:
-    rules: dict[str, Any] = prometheus_values(plan)["serverFiles"]["alerting_rules.yml"]
-    return rules
 
 
 def pipeline_names(plan: Plan, kind: str) -> set[str]:
@@ -83,10 +65,8 @@ def test_the_rendered_rules_fire_when_the_stacks_pipeline_is_deleted_whole(
 ) -> None:
     """Both objects of the stack's environment deleted at 10m: firing after `for: 15m`. Another environment's
     objects vanishing (another cluster's pipeline, never deployed here) is not this stack's alert."""
-    if PROMTOOL is None:
-        pytest.skip("promtool is missing: apt-get install prometheus")
+    require_promtool()
     rules = rules_of(plans[stack])
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
     env = planner.load_stack(stack).environment
     other = "prod"
     (alert,) = [
@@ -104,25 +84,11 @@ def test_the_rendered_rules_fire_when_the_stacks_pipeline_is_deleted_whole(
             k: v.replace("{{ $labels.environment }}", env) for k, v in alert["annotations"].items()
         },
     }
-    test = {
-        "rule_files": ["rules.yml"],
-        "evaluation_interval": "1m",
-        "tests": [
-            {
-                "interval": "1m",
-                "input_series": series,
-                "alert_rule_test": [
-                    {"eval_time": "24m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": []},
-                    {"eval_time": "25m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": [expected]},
-                ],
-            }
-        ],
-    }
-    (tmp_path / "absent.test.yml").write_text(yaml.safe_dump(test, sort_keys=False))
-    done = subprocess.run(
-        [PROMTOOL, "test", "rules", "absent.test.yml"], cwd=tmp_path, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    checks = [
+        {"eval_time": "24m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": []},
+        {"eval_time": "25m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": [expected]},
+    ]
+    assert_rule_test_passes(rules, [(series, checks)], tmp_path)
 
 
 @pytest.mark.integration
@@ -162,10 +128,8 @@ def test_the_rendered_rules_say_when_kube_state_metrics_is_gone_not_that_the_pip
 ) -> None:
     """kube-state-metrics' Service deleted at 10m: every series it wrote goes with it, the pipeline's included.
     RetrainingPipelineAbsent must not read that as a deletion, and KubeStateMetricsDown says what happened."""
-    if PROMTOOL is None:
-        pytest.skip("promtool is missing: apt-get install prometheus")
+    require_promtool()
     rules = rules_of(plans["dev"])
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
     name = render.template_name(planner.load_stack("dev").environment)
     series = [
         {"series": KSM_UP, "values": "1x9 stale"},
@@ -184,23 +148,9 @@ def test_the_rendered_rules_say_when_kube_state_metrics_is_gone_not_that_the_pip
             "runbook": alert["annotations"]["runbook"],
         },
     }
-    test = {
-        "rule_files": ["rules.yml"],
-        "evaluation_interval": "1m",
-        "tests": [
-            {
-                "interval": "1m",
-                "input_series": series,
-                "alert_rule_test": [
-                    {"eval_time": "19m", "alertname": "KubeStateMetricsDown", "exp_alerts": []},
-                    {"eval_time": "20m", "alertname": "KubeStateMetricsDown", "exp_alerts": [down]},
-                    {"eval_time": "40m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": []},
-                ],
-            }
-        ],
-    }
-    (tmp_path / "ksm.test.yml").write_text(yaml.safe_dump(test, sort_keys=False))
-    done = subprocess.run(
-        [PROMTOOL, "test", "rules", "ksm.test.yml"], cwd=tmp_path, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    checks = [
+        {"eval_time": "19m", "alertname": "KubeStateMetricsDown", "exp_alerts": []},
+        {"eval_time": "20m", "alertname": "KubeStateMetricsDown", "exp_alerts": [down]},
+        {"eval_time": "40m", "alertname": "RetrainingPipelineAbsent", "exp_alerts": []},
+    ]
+    assert_rule_test_passes(rules, [(series, checks)], tmp_path)

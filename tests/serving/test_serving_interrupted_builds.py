@@ -154,36 +154,20 @@ def test_serve_after_a_killed_build_loads_the_listed_versions_only(
 ) -> None:
     """Before: Triton loaded sentiment/3 of the killed build (its folders and configs were in place) as the
     newest version, a version repository.json does not know."""
-    from localservers import free_port
     from serving.client import SentimentClient
     from tests.serving.conftest import tritonserver_missing
+    from tests.serving.serve_cli import serve_cli
 
     if reason := tritonserver_missing():
         pytest.skip(reason)
     repo = repo_with_two_versions
     assert _build_killed(tiny_bundle, repo, "before-commit") == -signal.SIGKILL
-    http_port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "serving", "serve", str(repo), "--http-port", str(http_port),
-         "--grpc-port", "0", "--metrics-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        lines = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        with SentimentClient(f"127.0.0.1:{http_port}") as client:
+    with serve_cli(repo) as serve:
+        with SentimentClient(serve.http_url) as client:
             assert client.ready_versions("sentiment") == [1, 2]
             assert client.classify(["fine"])[0].label in ("negative", "positive")
-        assert any("removed version 3" in line for line in lines), lines
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        assert any("removed version 3" in line for line in serve.lines), serve.lines
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=60) == 0
     assert json.loads((repo / "repository.json").read_text())["pinned"] is None
     assert os.listdir(repo / "sentiment") == os.listdir(repo / "classifier")

@@ -149,35 +149,35 @@ def test_a_picked_port_taken_meanwhile_is_picked_again(
 def test_serve_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(served_repo: Path) -> None:
     import signal
 
-    from localservers import free_port
+    from tests.serving.serve_cli import serve_cli
 
-    http_port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "serving", "serve", str(served_repo), "--http-port", str(http_port),
-         "--grpc-port", str(free_port()), "--metrics-port", str(free_port())],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        # A suite started as a background job (`cmd &`) runs with SIGINT ignored, which children inherit:
-        # Python then never raises KeyboardInterrupt and the test would hang. Give the CLI the default a
-        # user's terminal gives it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    try:
-        lines = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        assert any(f"http://127.0.0.1:{http_port}" in line for line in lines), lines
-        with SentimentClient(f"127.0.0.1:{http_port}") as client:
+    with serve_cli(served_repo) as serve:
+        printed = "".join(serve.lines)
+        assert serve.http_url.startswith("127.0.0.1:") and "gRPC    127.0.0.1:" in printed, printed
+        assert "metrics http://127.0.0.1:" in printed, printed
+        with SentimentClient(serve.http_url) as client:  # the printed endpoint is the one serving
             assert client.classify(["fine"])[0].label in ("negative", "positive")
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        serve.proc.send_signal(signal.SIGINT)
+        assert serve.proc.wait(timeout=60) == 0
     with socket.socket() as s:  # the server is gone: nobody listens on its port any more
-        assert s.connect_ex(("127.0.0.1", http_port)) != 0
+        assert s.connect_ex(("127.0.0.1", serve.http_port)) != 0
+
+
+def test_a_test_failing_inside_serve_cli_leaves_no_server_behind(served_repo: Path) -> None:
+    """The shared helper stops the CLI in order (SIGTERM, as Ctrl-C), so its tritonserver and the python backend
+    stubs are gone when the `with` ends. Before, a failing test SIGKILLed the CLI alone: its server went on
+    until the watchdog noticed, and on picked ports another test could meet."""
+    import psutil
+
+    from tests.serving.serve_cli import serve_cli
+
+    with pytest.raises(RuntimeError, match="the test failed"), serve_cli(served_repo) as serve:
+        family = psutil.Process(serve.proc.pid).children(recursive=True)
+        assert any(p.name() == "tritonserver" for p in family), family
+        raise RuntimeError("the test failed")
+    _, alive = psutil.wait_procs(family, timeout=1)
+    assert not alive, alive
+    assert serve.proc.returncode == 0  # serve's own orderly stop, not a kill
 
 
 def test_a_model_that_fails_to_load_is_named_in_the_start_error(tiny_bundle: Path, tmp_path: Path) -> None:
