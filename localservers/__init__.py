@@ -77,9 +77,11 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 15) -> None:
 def start_on_free_port(
     command: Callable[[int], list[str]], log: Path, what: str, ready: Callable[[int], bool] | None = None,
     *, timeout_s: float = 60, grace_s: float = 15, error: type[Exception] = RuntimeError,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen, int]:  # fmt: skip
     """Run `command(port)` on a picked port in its own session, output appended to `log`; return the process and
-    the port once the process itself listens there (and `ready(port)`). Stop it with `stop_group`.
+    the port once the process itself listens there (and `ready(port)`). Stop it with `stop_group`. `env`: variables
+    set over this process's environment for the server.
 
     Failures raise `error` (the caller's own error class) with the end of the log.
     """
@@ -88,8 +90,9 @@ def start_on_free_port(
         seen = log.stat().st_size if log.exists() else 0
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                command(port), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+                command(port), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, **env} if env else None,
+            )  # fmt: skip
         try:
             if _wait_ready(proc, port, ready, what, log, seen, timeout_s, error):
                 return proc, port

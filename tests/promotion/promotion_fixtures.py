@@ -180,6 +180,12 @@ class RecordingDeployer:
         self._step("rollback", image)
 
 
+# MLflow's job runner (on by default) makes a folder in /dev/shm for its queue at every start and never removes
+# it: one empty folder left on the machine per server the suite started. The tests use tracking and the registry
+# only.
+MLFLOW_SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+
+
 def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
     """A real `mlflow server` on a sqlite store, on a free loopback port; stop it with localservers.stop_group.
 
@@ -190,6 +196,7 @@ def mlflow_server(db: Path) -> tuple[subprocess.Popen, str]:
                       "--artifacts-destination", str(db.with_name(f"{db.stem}-artifacts")),
                       "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         db.with_name(f"{db.stem}-server.log"), "mlflow server", http_ok("/health"), timeout_s=90, grace_s=20,
+        env=MLFLOW_SERVER_ENV,
     )  # fmt: skip
     return proc, f"http://127.0.0.1:{port}"
 

@@ -2,6 +2,8 @@
 
 Its uvicorn worker binds the port seconds after the start; a port taken in between (another test's server, an
 outgoing connection) made it exit ("address already in use") and failed the test that wanted a registry.
+Also: the server leaves nothing on the machine once stopped (its job runner's /dev/shm queue folder was left at every
+start, one per server the suite ran).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from localservers import stop_group
@@ -45,6 +48,21 @@ def test_a_port_taken_between_the_pick_and_the_start_is_picked_again(
         assert not url.endswith(f":{lost}")
         with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
             assert response.read() == b"OK"
+        queues = _job_queue_folders(server.pid)
     finally:
         stop_group(server, grace_s=20)
     assert "already in use" in (tmp_path / "mlflow-server.log").read_text()
+    assert not queues, f"the server made {sorted(queues)} for its job runner, which nothing removes"
+
+
+def _job_queue_folders(pid: int) -> set[str]:
+    """The folders MLflow made for its job runner's queue: it hands the path to its workers in this variable."""
+    folders = set()
+    root = psutil.Process(pid)
+    for proc in (root, *root.children(recursive=True)):
+        try:
+            if folder := proc.environ().get("_MLFLOW_HUEY_STORAGE_PATH"):
+                folders.add(folder)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return folders
