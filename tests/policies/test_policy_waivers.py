@@ -13,6 +13,7 @@ from typing import Any
 
 import policy_fixtures as fx
 import pytest
+import yaml
 
 from policies import waivers
 from policies.rules import ALL_RULES
@@ -99,13 +100,23 @@ def test_committed_waivers_are_valid_today() -> None:
     waivers.load(rules=RULES, today=dt.date.today())
 
 
-def test_cli_exits_2_on_a_waiver_naming_no_rule(tmp_path: Path) -> None:
-    plan = tmp_path / "dev.json"
+def analyze_cli(tmp_path: Path, waivers_doc: Any) -> subprocess.CompletedProcess[str]:
+    """`python -m policies.analyze` on a dev plan with these waivers; a pack that cannot start, since waivers
+    are validated before it."""
+    plan, path = tmp_path / "dev.json", tmp_path / "waivers.yaml"
     plan.write_text(json.dumps(fx.aws_stack()))
-    bad = tmp_path / "waivers.yaml"
-    bad.write_text(json.dumps({"waivers": [entry(rule="s3-typo", expires=str(dt.date.today()))]}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "policies.analyze", str(plan), "--out", str(tmp_path), "--waivers", str(bad)],
+    path.write_text(yaml.safe_dump(waivers_doc, sort_keys=False))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policies.analyze",
+            str(plan),
+            "--out",
+            str(tmp_path / "out"),
+            "--waivers",
+            str(path),
+        ],
         cwd=REPO,
         env={**os.environ, "POLICY_PACK_PYTHON": "/nonexistent"},  # validation comes before the pack
         capture_output=True,
@@ -113,6 +124,10 @@ def test_cli_exits_2_on_a_waiver_naming_no_rule(tmp_path: Path) -> None:
         check=False,
         timeout=60,
     )
+
+
+def test_cli_exits_2_on_a_waiver_naming_no_rule(tmp_path: Path) -> None:
+    proc = analyze_cli(tmp_path, {"waivers": [entry(rule="s3-typo", expires=str(dt.date.today()))]})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "no rule named 's3-typo'" in proc.stderr
 

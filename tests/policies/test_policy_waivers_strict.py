@@ -4,16 +4,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import policy_fixtures as fx
 import pytest
-import yaml
+from test_policy_waivers import analyze_cli
 from test_policy_waivers import entry as valid_entry
 
 from policies import waivers
@@ -33,33 +28,9 @@ def entry(**change: Any) -> dict[str, Any]:
     return valid_entry(**{**bucket, **change})
 
 
-def _analyze(tmp_path: Path, waivers_doc: Any) -> subprocess.CompletedProcess[str]:
-    plan, path = tmp_path / "dev.json", tmp_path / "waivers.yaml"
-    plan.write_text(json.dumps(fx.aws_stack()))
-    path.write_text(yaml.safe_dump(waivers_doc, sort_keys=False))
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policies.analyze",
-            str(plan),
-            "--out",
-            str(tmp_path / "out"),
-            "--waivers",
-            str(path),
-        ],
-        cwd=REPO,
-        env={**os.environ, "POLICY_PACK_PYTHON": "/nonexistent"},  # validation comes before the pack
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-
-
 def test_a_misspelt_top_level_key_is_exit_2_naming_it(tmp_path: Path) -> None:
     """`waiver:` for `waivers:` loaded no waivers and went on (here: to start the pack, exit 3)."""
-    proc = _analyze(tmp_path, {"waiver": [entry(stacks=["dev"], resources=["mlp-dev-logs"])]})
+    proc = analyze_cli(tmp_path, {"waiver": [entry(stacks=["dev"], resources=["mlp-dev-logs"])]})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert str(tmp_path / "waivers.yaml") in proc.stderr
     assert "'waiver' (did you mean 'waivers'?)" in proc.stderr and "['waivers']" in proc.stderr
