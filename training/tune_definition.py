@@ -7,8 +7,10 @@ could name a trial of either search), and the sampler learned from both. Now the
 definition (study user attribute "definition"): the preset, the effective trial config (preset + the space's fixed
 overrides + the user's overrides; the keys that decide the trained model, training/rerun.py decides_result), and the
 preset's search space (params and pruning). A rerun whose definition differs exits 2 before any trial, naming what
-differs and the fix; the same one goes on. The space's eur_per_usd (the budget's exchange rate) and settings of how
-trials run or report (export, mlflow, checkpoint.*, cost fields) may change.
+differs and the fix; the same one goes on. Workers starting together on a new study (an Indexed Job's pods) each
+try to insert theirs: exactly one gets in, and the others are checked against it as a rerun is. The space's
+eur_per_usd (the budget's exchange rate) and settings of how trials run or report (export, mlflow, checkpoint.*,
+cost fields) may change.
 """
 
 from __future__ import annotations
@@ -49,14 +51,18 @@ def check(study: Any, cfg: Any, space: Any, base: Any) -> None:
     mine = definition(cfg, space, base)
     theirs = study.user_attrs.get(ATTR)
     if theirs is None:
-        if study.get_trials(deepcopy=False):
-            log.warning(
-                "study %r holds trials but no recorded search (made before the check existed): recording this "
-                "run's; its earlier trials cannot be checked against it",
-                study.study_name,
-            )
-        study.set_user_attr(ATTR, mine)
-        return
+        had_trials = bool(study.get_trials(deepcopy=False))
+        if _record_first(study, mine):
+            if had_trials:
+                log.warning(
+                    "study %r holds trials but no recorded search (made before the check existed): recording "
+                    "this run's; its earlier trials cannot be checked against it",
+                    study.study_name,
+                )
+            return
+        # Another worker of this study (an Indexed Job's pod, a user sharing the --storage) recorded its own
+        # between our read and our insert: the study searches that one, so compare with it like a resume.
+        theirs = study.user_attrs[ATTR]
     diffs = differences(theirs, mine)
     if not diffs:
         return
@@ -97,3 +103,27 @@ def _show(value: Any) -> str:
     if isinstance(value, dict) and "kind" in value:  # a search-space parameter: only what is set
         value = {k: v for k, v in value.items() if k != "key" and v not in (None, (), [], False)}
     return "(none)" if value is None else str(value)
+
+
+def _record_first(study: Any, mine: dict[str, Any]) -> bool:
+    """Insert the study's definition unless one is there; True when this run's went in.
+
+    Optuna's set_user_attr overwrites: two fresh workers with different searches both read "none", both wrote,
+    and both ran trials in one study under the last writer's definition. The storage's unique (study_id, key)
+    lets exactly one insert in, on SQLite and on the cluster's RDB alike, whoever created the study and whenever
+    (a worker that died after creating it leaves the insert to the next one). The table is Optuna's persisted
+    schema (changed only by its migrations); the tests insert into a real one.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy.exc import IntegrityError
+
+    # create_study wraps the RDBStorage (tune.py _storage) in a cache; study user attributes pass through it.
+    storage = getattr(study._storage, "_backend", study._storage)
+    table = sa.table("study_user_attributes", *(sa.column(c) for c in ("study_id", "key", "value_json")))
+    row = {"study_id": study._study_id, "key": ATTR, "value_json": json.dumps(mine)}
+    try:
+        with storage.engine.begin() as connection:
+            connection.execute(table.insert().values(**row))
+    except IntegrityError:
+        return False
+    return True

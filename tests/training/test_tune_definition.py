@@ -74,3 +74,110 @@ def test_the_definition_lives_in_the_study_storage(tmp_path: Path) -> None:
     assert recorded["config"]["seed"] == 3 and recorded["config"]["epochs"] == 1
     assert set(recorded["params"]) == {"optim.lr"} and "checkpoint.every_minutes" not in recorded["config"]
     json.dumps(recorded)  # what another worker reads back
+
+
+def _worker(tmp: Path, space_file: Path, storage: str, *overrides: str) -> tuple:
+    """What `tune` opens and checks, with its own storage object (as another process or pod has)."""
+    from training import presets, search_space
+    from training.config import apply_overrides
+    from training.tune import TuneConfig, open_study
+
+    cfg = TuneConfig(
+        preset="smoke", output=tmp / "study", trials=2, trial_timeout_s=60, pruner="none", sampler="grid",
+        storage=storage, space_file=space_file, overrides=overrides,
+    )  # fmt: skip
+    sp = search_space.load("smoke", space_file)
+    base = apply_overrides(apply_overrides(presets.get("smoke"), sp.fixed), list(overrides))
+    return open_study(cfg, sp, base.name), cfg, sp, base
+
+
+def _check_together(workers: list[tuple]) -> list[BaseException | None]:
+    """Each worker's check, all of them having read the study's definition before any records one.
+
+    The interleaving two pods of one Indexed Job meet when they start together: the gap between the read and
+    the write is milliseconds there, so a barrier after each worker's first read makes it happen every time."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from training import tune_definition
+
+    barrier = threading.Barrier(len(workers), timeout=30)
+
+    def read_then_wait(storage: object) -> None:
+        read, first = storage.get_study_user_attrs, [True]  # type: ignore[attr-defined]
+
+        def wrapper(study_id: int) -> dict:
+            attrs = read(study_id)
+            if first[0]:
+                first[0] = False
+                barrier.wait()
+            return attrs
+
+        storage.get_study_user_attrs = wrapper  # type: ignore[attr-defined]
+
+    def run(worker: tuple) -> BaseException | None:
+        try:
+            tune_definition.check(*worker)
+        except Exception as exc:  # noqa: BLE001 - returned for the assertions
+            return exc
+        return None
+
+    for study_, *_ in workers:
+        read_then_wait(study_._storage)
+    with ThreadPoolExecutor(len(workers)) as pool:
+        return list(pool.map(run, workers))
+
+
+@pytest.mark.parametrize("trials_before", [0, 1], ids=["new-study", "study-from-before-the-check"])
+def test_workers_starting_together_with_different_searches_run_only_one(
+    tmp_path: Path, trials_before: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: both read "no definition", both recorded theirs (the last write won) and both ran trials."""
+    import optuna
+
+    from training.errors import ConfigError
+    from training.tune_definition import ATTR, definition
+
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"  # stands in for the cluster's RDB
+    space_file = _lr_range(tmp_path, 1e-3)
+    workers = [_worker(tmp_path, space_file, storage), _worker(tmp_path, space_file, storage, "seed=7")]
+    for _ in range(trials_before):  # a study made before definitions were recorded
+        workers[0][0].add_trial(optuna.trial.create_trial(params={}, distributions={}, value=0.5))
+
+    outcomes = _check_together(workers)
+
+    refused = [o for o in outcomes if o is not None]
+    assert len(refused) == 1 and isinstance(refused[0], ConfigError), outcomes
+    assert "seed: " in str(refused[0]) and "its own --output" in str(refused[0]), refused[0]
+    winner = workers[outcomes.index(None)]
+    stored = optuna.load_study(study_name=winner[0].study_name, storage=storage).user_attrs[ATTR]
+    assert stored == definition(*winner[1:])  # the study searches what its one running worker searches
+    warned = "holds trials but no recorded search" in caplog.text
+    assert warned == bool(trials_before), caplog.text
+
+
+def test_identical_workers_starting_together_all_run(tmp_path: Path) -> None:
+    """The Indexed Job's normal start: N pods, one command, one new study."""
+    import optuna
+
+    from training.tune_definition import ATTR, definition
+
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    space_file = _lr_range(tmp_path, 1e-3)
+    workers = [_worker(tmp_path, space_file, storage, "seed=7") for _ in range(3)]
+    assert _check_together(workers) == [None, None, None]
+    stored = optuna.load_study(study_name=workers[0][0].study_name, storage=storage).user_attrs[ATTR]
+    assert stored == definition(*workers[0][1:])
+
+
+def test_a_study_whose_creator_died_before_recording_is_taken_by_the_next_worker(tmp_path: Path) -> None:
+    """Created, no definition, no trials (its creator died in between): nothing to wait for, the next one records."""
+    from training import tune_definition
+    from training.errors import ConfigError
+
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    space_file = _lr_range(tmp_path, 1e-3)
+    _worker(tmp_path, space_file, storage, "seed=5")  # the creator, gone before its check
+    tune_definition.check(*_worker(tmp_path, space_file, storage))
+    with pytest.raises(ConfigError, match="seed: 0 -> 5"):
+        tune_definition.check(*_worker(tmp_path, space_file, storage, "seed=5"))
