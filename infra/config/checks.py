@@ -86,6 +86,12 @@ def _network(cfg: PlatformConfig) -> None:
 
 def _cluster(cfg: PlatformConfig) -> None:
     cl = cfg.cluster
+    if not limits.K8S_MIN_MINOR.admits(int(cl.kubernetes_version.split(".")[1])):
+        raise ConfigError(
+            "cluster.kubernetesVersion",
+            cl.kubernetes_version,
+            f"use 1.{limits.K8S_MIN_MINOR.minimum} or later ({limits.K8S_MIN_MINOR.source})",
+        )
     if cfg.cloud == "aws" and cl.kubernetes_version not in CLUSTER_AUTOSCALER:
         known = ", ".join(CLUSTER_AUTOSCALER)
         raise ConfigError(

@@ -131,3 +131,9 @@ K8S_QUANTITY = (
     r"(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:\d+(?:\.\d*)?|\.\d+))?"
 )
 K8S_QUANTITY_SOURCE = "Kubernetes resource.Quantity, k8s.io/apimachinery/pkg/api/resource/quantity.go"
+# The oldest minor the rendered objects run on: the Triton pods' preStop `sleep` action (infra/k8s/serving.py)
+# is on by default from 1.30 (PodLifecycleSleepAction beta); an older API server refuses the field or drops it,
+# and every scale-down drops requests again.
+K8S_MIN_MINOR = Bound(
+    30, None, "KEP-3960 pod lifecycle sleep action, beta and on by default in Kubernetes 1.30"
+)

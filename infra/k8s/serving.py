@@ -22,6 +22,23 @@ READY_PATH, LIVE_PATH = "/v2/health/ready", "/v2/health/live"
 # Model load (ONNX Runtime session + tokenizer, or a GPU warm-up) can take minutes on a cold node:
 # the startup probe allows STARTUP_PERIOD_S * STARTUP_FAILURES = 10 minutes before liveness applies.
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 60
+# Pod shutdown (scale-down, rollout, node drain), from tritonserver 2.51's measured behaviour
+# (tests/serving/test_serving_shutdown.py): on SIGTERM it closes its HTTP listener at once (new
+# connections and /v2/health/ready are refused) while in-flight requests finish; then it waits for open
+# HTTP connections, in-flight inferences and model unload, all within one --exit-timeout-secs budget, and
+# exits at most about a second past it. Kubernetes sends SIGTERM as it starts removing the pod from the
+# Service's endpoints; kube-proxy and ingress controllers take seconds to stop routing to it. So the
+# preStop hook keeps Triton serving (and ready: the only pod left still gets traffic) while endpoints
+# converge, and the grace period covers hook + exit budget + slack, or SIGKILL cuts in-flight requests.
+# 10 s: kube-proxy syncs in about a second, ingress controllers in a few; GKE gives a spot node's pods 15 s
+# of graceful shutdown in all, and in-flight requests need the rest.
+PRESTOP_SLEEP_S = 10
+# The serving image's `--exit-timeout-secs` (containers/serving/Dockerfile, checked equal by the infra
+# tests): Triton's default is 30 s; saturated, a request queued 65-823 ms (serving/README.md): 15 s is ample.
+TRITON_EXIT_TIMEOUT_S = 15
+# Past the exit budget: Triton's own overshoot (<= 1 s measured) and process teardown.
+SHUTDOWN_SLACK_S = 5
+TERMINATION_GRACE_S = PRESTOP_SLEEP_S + TRITON_EXIT_TIMEOUT_S + SHUTDOWN_SLACK_S
 # Clients outside the namespace must carry this namespace label to reach Triton.
 CLIENT_NAMESPACE_LABEL = "platform.eu-ml/triton-client"
 # KEDA (dev scale-to-zero): keep one replica during Madrid office hours, none at night and at weekends.
@@ -110,6 +127,12 @@ class TritonServing(pulumi.ComponentResource):
             startup_probe=_probe(READY_PATH, STARTUP_PERIOD_S, STARTUP_FAILURES),
             readiness_probe=_probe(READY_PATH, 5, 3),
             liveness_probe=_probe(LIVE_PATH, 10, 3),
+            # The kubelet's own sleep (Kubernetes >= 1.30): no `sleep` binary needed in the image.
+            lifecycle=k8s.core.v1.LifecycleArgs(
+                pre_stop=k8s.core.v1.LifecycleHandlerArgs(
+                    sleep=k8s.core.v1.SleepActionArgs(seconds=PRESTOP_SLEEP_S)
+                )
+            ),
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={"cpu": args.cpu, "memory": args.memory}, limits=limits
             ),
@@ -171,7 +194,7 @@ class TritonServing(pulumi.ComponentResource):
                                 label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
                             )
                         ],
-                        termination_grace_period_seconds=30,
+                        termination_grace_period_seconds=TERMINATION_GRACE_S,
                         containers=[container],
                         volumes=[
                             k8s.core.v1.VolumeArgs(
