@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from promotion.config import load_config
-from promotion.errors import PromotionError
+from promotion.errors import PromotionError, Terminated
 from promotion.evidence import load_evidence
 from promotion.lock import lock_uri, release
 from promotion.stackconfig import check_stack_config, update_stack_config
@@ -270,12 +270,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-class Terminated(BaseException):
-    """SIGTERM (a cancelled CI job, a pod deleted) as an exception, so that the clean-up Ctrl-C gets runs too: the
-    deploy or smoke command's process group is stopped (deploy.run_group) and the environment's lock is removed.
-    Python's default for SIGTERM is to die on the spot, leaving both behind."""
-
-
 def _terminated(signum: int, frame: FrameType | None) -> None:
     # Once: a second SIGTERM must not cut the clean-up short (the lock's removal); SIGKILL still ends it all.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -294,7 +288,7 @@ def cli(argv: list[str] | None = None) -> int:
     except Terminated:
         print(
             "promotion: terminated (SIGTERM); its command was stopped and its lock removed. If it had started "
-            "deploying, check `python -m promotion history` and the deployed image before running it again",
+            "deploying, its `deploy_interrupted` record (named above) says what ran and how to check the stack",
             file=sys.stderr,
         )
         sys.stdout.flush()

@@ -83,6 +83,13 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
+def _deployment(deployment: dict[str, Any] | None) -> list[str]:
+    """What the deploy half did: an auditor of a `deploy_interrupted` card needs the images and the step at a glance."""
+    if not deployment:
+        return []
+    return ["## Deployment", *[f"- {k.replace('_', ' ')}: {_fmt(v)}" for k, v in deployment.items()], ""]
+
+
 def render_markdown(record: dict[str, Any]) -> str:
     model, card, lineage = record["model"], record["model_card"], record["lineage"]
     lines = [
@@ -101,6 +108,7 @@ def render_markdown(record: dict[str, Any]) -> str:
             for g in record["gates"]
         ],
         "",
+        *_deployment(record.get("deployment")),
         "## Intended use",
         card["intended_use"],
         "",

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from promotion import gates, lock, sequence
+from promotion import gates, interrupted, lock, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
@@ -182,7 +182,8 @@ def _promote(
 
     The record is always written. A deployable candidate needs a `deployer`: the alias never
     moves before the live endpoint passed its smoke check. A failed deploy or smoke check rolls
-    the stack back to the image it served before and leaves the alias where it was. A local run
+    the stack back to the image it served before and leaves the alias where it was; Ctrl-C or SIGTERM meanwhile
+    leaves a `deploy_interrupted` record (interrupted.py) and goes on ending the promotion. A local run
     (not deployable: no pushed image) only moves the registry alias.
     """
     record = evaluate(
@@ -220,41 +221,16 @@ def _promote(
     if record["decision"] == "promote" and record["deployable"] and deployer is not None:
         image = str(record["lineage"]["serving_image"])
         current = store.champion(environment)
+        previous = current[0].serving_image if current else None
+        step = interrupted.Step()
         try:
-            deployer.up(image)
-            live_loadtest = deployer.smoke(image)
-            record["deployment"] = {
-                "status": "deployed",
-                "image": image,
-                "loadtest_sha256": hashlib.sha256(live_loadtest).hexdigest() if live_loadtest else None,
-            }
-            if live_loadtest:
-                # Judges the next environment (its `loadtest_from`): kept beside the record.
-                store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
-        except DeployError as exc:
-            previous = current[0].serving_image if current else None
-            try:
-                deployer.rollback(previous)
-                status, reason = (
-                    "rolled_back",
-                    f"deploy failed, rolled back to {previous or 'nothing'}: {exc}",
-                )
-            except DeployError as again:  # the same outage often fails both: the record keeps both messages
-                status = "rollback_failed"
-                reason = (
-                    f"deploy failed: {exc}; the rollback to {previous or 'nothing'} failed too: {again}. The "
-                    "environment's state is unknown: deploy the previous image by hand (`pulumi up`)"
-                )
-            record.update(decision="deploy_failed", deployable=False)
-            record["reasons"].insert(0, reason)
-            # The registered version keeps no alias: the champion is unchanged.
-            record["model"]["alias"] = None
-            record["deployment"] = {
-                "status": status,
-                "image": image,
-                "restored": previous if status == "rolled_back" else None,
-            }
-            validate_record(record)
+            failed = _deploy_half(record, image, previous, deployer=deployer, store=store, step=step)
+        except interrupted.STOPPED as stop:
+            # The command's group is stopped already (deploy.run_group), and what the stack runs now is unknown: the
+            # record says so, bounded in time; the alias and the history stay (the candidate was never confirmed).
+            interrupted.keep(store, record, image=image, served_before=previous, step=step, stop=stop)
+            raise
+        if failed:
             uri = store.write_record(record, render_markdown(record))
             return Outcome(record, uri, None)
     uri = store.write_record(record, render_markdown(record))
@@ -287,6 +263,58 @@ def _promote(
             "(a rollback refuses until the alias and the history agree)"
         ) from exc
     return Outcome(record, uri, _deploy(record))
+
+
+def _deploy_half(
+    record: dict[str, Any],
+    image: str,
+    previous: str | None,
+    *,
+    deployer: Deployer,
+    store: ModelStore,
+    step: interrupted.Step,
+) -> bool:
+    """`up` then the smoke check; on their failure, the redeploy of `previous` and a `deploy_failed` record (True).
+    `step` follows what runs, for the record of an interruption."""
+    try:
+        step.during = "up"
+        deployer.up(image)
+        step.during = "smoke"
+        live_loadtest = deployer.smoke(image)
+        record["deployment"] = {
+            "status": "deployed",
+            "image": image,
+            "loadtest_sha256": hashlib.sha256(live_loadtest).hexdigest() if live_loadtest else None,
+        }
+        if live_loadtest:
+            # Judges the next environment (its `loadtest_from`): kept beside the record.
+            store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
+        return False
+    except DeployError as exc:
+        step.during, step.deploy_error = "rollback", str(exc)
+        try:
+            deployer.rollback(previous)
+            status, reason = (
+                "rolled_back",
+                f"deploy failed, rolled back to {previous or 'nothing'}: {exc}",
+            )
+        except DeployError as again:  # the same outage often fails both: the record keeps both messages
+            status = "rollback_failed"
+            reason = (
+                f"deploy failed: {exc}; the rollback to {previous or 'nothing'} failed too: {again}. The "
+                "environment's state is unknown: deploy the previous image by hand (`pulumi up`)"
+            )
+    record.update(decision="deploy_failed", deployable=False)
+    record["reasons"].insert(0, reason)
+    # The registered version keeps no alias: the champion is unchanged.
+    record["model"]["alias"] = None
+    record["deployment"] = {
+        "status": status,
+        "image": image,
+        "restored": previous if status == "rolled_back" else None,
+    }
+    validate_record(record)
+    return True
 
 
 def rollback(

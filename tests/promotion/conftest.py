@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
-from promotion_fixtures import build_record, loadtest, make_candidate, policy_report, write_json
+from promotion_fixtures import (
+    MARKER,
+    build_record,
+    loadtest,
+    make_candidate,
+    marked,
+    policy_report,
+    write_json,
+)
 
 from promotion.registry import Registry
 
@@ -28,3 +40,16 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
     for package in ("sqlalchemy", "alembic", "sqlparse"):
         pytest.importorskip(package, reason="MLflow's sqlite registry needs sqlalchemy, alembic, sqlparse")
     return Registry(f"sqlite:///{tmp_path_factory.mktemp('registry')}/mlflow.db")
+
+
+@pytest.fixture
+def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A value in MARKER that the commands a test starts inherit: what they left is found, and killed at the end."""
+    value = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER, value)
+    try:
+        yield value
+    finally:  # whatever a failing run left
+        for proc in marked(value):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from localservers import http_ok, start_on_free_port
 
@@ -148,6 +153,19 @@ def make_candidate(root: Path, *, accuracy: float = 0.88) -> Path:
     return root
 
 
+def evidence_of(files: dict[str, Path], candidate: Path | None = None, **extra: Any) -> Any:
+    """The `evidence_files` fixture's inputs as the CLI loads them (another candidate folder, or approval=...)."""
+    from promotion.evidence import load_evidence
+
+    return load_evidence(
+        str(candidate or files["candidate"]),
+        loadtest=str(files["loadtest"]),
+        policy_report=str(files["policy_report"]),
+        build_record=str(files["build_record"]),
+        **extra,
+    )
+
+
 class RecordingDeployer:
     """Stands in for `pulumi up` + the live smoke check; records the order of the calls."""
 
@@ -215,3 +233,79 @@ def candidate_in_bucket(candidate: Path, key: str) -> str:
         str(candidate), f"promotion-runs/{key}", recursive=True
     )
     return f"s3://promotion-runs/{key}"
+
+
+# The CLI as CI, the pipeline's promote step and a person run it: a process of its own, signalled from outside.
+REPO = Path(__file__).resolve().parents[2]
+MARKER = "PROMOTION_TEST_DEPLOY_MARKER"
+"""Set by the `marker` fixture (conftest.py): the deploy and smoke commands a test starts inherit it."""
+
+
+def promotion_cli(*args: str, store: Path, background: bool = False, **popen: Any) -> Any:
+    """`python -m promotion ARGS` on the store `store` (its registry a sqlite file in it): the finished process, or
+    with `background` the running one in a session of its own (text stdout/stderr piped unless `popen` says)."""
+    env = {**os.environ, "PROMOTION_STORE": str(store), "MLFLOW_REGISTRY_URI": f"sqlite:///{store}/mlflow.db"}
+    env.pop("PROMOTION_LOCK_ID", None)
+    cmd = [sys.executable, "-m", "promotion", *args]
+    if background:
+        popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+        return subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True, **popen)
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
+
+
+def promote_args(files: dict[str, Path], deploy: str, smoke: str = "true") -> list[str]:
+    return [
+        "promote", "--env", "dev", "--candidate", str(files["candidate"]), "--loadtest", str(files["loadtest"]),
+        "--policy-report", str(files["policy_report"]), "--build-record", str(files["build_record"]),
+        "--smoke-command", smoke, "--deploy-command", deploy,
+    ]  # fmt: skip
+
+
+def blocking(pidfile: Path) -> str:
+    """A deploy or smoke command that writes its pid and runs until stopped."""
+    return f"sh -c 'echo $$ > {pidfile}; exec sleep 120'"
+
+
+def deploying(
+    files: dict[str, Path], store: Path, pidfile: Path, *, step: str = "deploy"
+) -> subprocess.Popen:
+    """A promotion inside its deploy (`step` "deploy") or its smoke check ("smoke"), which runs until stopped."""
+    args = (
+        promote_args(files, blocking(pidfile))
+        if step == "deploy"
+        else promote_args(files, "true", blocking(pidfile))
+    )
+    holder = promotion_cli(*args, store=store, background=True)
+    for _ in range(1200):
+        if pidfile.exists() and pidfile.read_text().strip() or holder.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert pidfile.exists(), f"the promotion never reached its {step}: {holder.communicate()}"
+    time.sleep(0.2)
+    return holder
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def marked(marker: str) -> list[psutil.Process]:
+    """The live processes whose environment carries `marker` (what a deploy command started)."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARKER) == marker:
+                found.append(proc)
+    return found
+
+
+def live_sleeps(marker: str) -> list[str]:
+    """The live `sleep`s carrying `marker` (a grace for the kernel to finish what was already killed)."""
+    deadline = time.monotonic() + 2
+    while (left := [p for p in marked(marker) if p.name() == "sleep"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [f"pid {p.pid}: {' '.join(p.cmdline())}" for p in left]

@@ -16,24 +16,22 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from promotion_fixtures import RecordingDeployer, make_candidate
+from promotion_fixtures import RecordingDeployer, evidence_of, make_candidate, promotion_cli
 
 from localservers import stop_group
 from promotion import promote as ops
 from promotion.config import load_config
-from promotion.evidence import load_evidence, read_bytes
+from promotion.evidence import read_bytes
 from promotion.lock import LockHeld, lock_uri
 from promotion.registry import Registry
 from promotion.store import ModelStore
 from tests.emulators import start_azurite, start_gcs
 
-REPO = Path(__file__).resolve().parents[2]
 CFG = load_config()
 
 
@@ -87,15 +85,6 @@ class BlockingDeployer(RecordingDeployer):
         super().up(image)
 
 
-def _evidence(files: dict[str, Path], candidate: Path | None = None):
-    return load_evidence(
-        str(candidate or files["candidate"]),
-        loadtest=str(files["loadtest"]),
-        policy_report=str(files["policy_report"]),
-        build_record=str(files["build_record"]),
-    )
-
-
 @pytest.mark.parametrize("store_root", ["local", "s3", "az"], indirect=True)
 def test_a_second_promotion_of_the_environment_is_refused_while_one_runs(
     store_root: str, evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
@@ -108,7 +97,7 @@ def test_a_second_promotion_of_the_environment_is_refused_while_one_runs(
     def first() -> None:
         try:
             outcome["first"] = ops.promote(
-                _evidence(evidence_files), CFG, "dev", store=store, registry=registry, deployer=slow
+                evidence_of(evidence_files), CFG, "dev", store=store, registry=registry, deployer=slow
             )
         except BaseException as exc:  # surfaced by the assertions below
             outcome["first"] = exc
@@ -124,7 +113,7 @@ def test_a_second_promotion_of_the_environment_is_refused_while_one_runs(
         better = make_candidate(tmp_path / "run2", accuracy=0.9)
         with pytest.raises(LockHeld, match=r"another promotion or rollback of dev is running") as refused:
             ops.promote(
-                _evidence(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK()
+                evidence_of(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK()
             )
         assert f"--lock-id {held['lock_id']}" in str(refused.value) and "Nothing was changed" in str(
             refused.value
@@ -142,7 +131,7 @@ def test_a_second_promotion_of_the_environment_is_refused_while_one_runs(
     assert read_bytes(lock_uri(store_root, model, "dev")) is None, "the lock outlived its promotion"
     # Free again: the second candidate is judged against the champion the first one made.
     second = ops.promote(
-        _evidence(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK()
+        evidence_of(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK()
     )
     assert second.record["lineage"]["champion"]["version"] == first_outcome.record["model"]["version"]
     assert [e["version"] for e in store.events("dev")] == ["1", "2"]
@@ -161,13 +150,13 @@ def test_the_lock_goes_with_every_ending(
     worse = make_candidate(tmp_path / "bad", accuracy=0.5)
     assert (
         ops.promote(
-            _evidence(evidence_files, worse), CFG, "dev", store=store, registry=registry, deployer=OK()
+            evidence_of(evidence_files, worse), CFG, "dev", store=store, registry=registry, deployer=OK()
         ).record["decision"]
         == "reject"
     )
     assert read_bytes(uri) is None
     failed = ops.promote(
-        _evidence(evidence_files),
+        evidence_of(evidence_files),
         CFG,
         "dev",
         store=store,
@@ -182,17 +171,9 @@ def test_the_lock_goes_with_every_ending(
 
     with pytest.raises(KeyboardInterrupt):
         ops.promote(
-            _evidence(evidence_files), CFG, "dev", store=store, registry=registry, deployer=Interrupted()
+            evidence_of(evidence_files), CFG, "dev", store=store, registry=registry, deployer=Interrupted()
         )
     assert read_bytes(uri) is None
-
-
-def _cli(*args: str, store: Path, **kw) -> subprocess.CompletedProcess | subprocess.Popen:
-    env = {**os.environ, "PROMOTION_STORE": str(store), "MLFLOW_REGISTRY_URI": f"sqlite:///{store}/mlflow.db"}
-    cmd = [sys.executable, "-m", "promotion", *args]
-    if kw.pop("background", False):
-        return subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True, **kw)
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
 
 
 def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
@@ -214,7 +195,7 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
     # The deploy "runs" (writes its pid, then sleeps) when the holder is killed with its whole group, and the deploy
     # with its own (it runs in a session of its own): a lost node takes everything.
     deploy = f"sh -c 'echo $$ > {started}; exec sleep 120'"
-    holder = _cli(
+    holder = promotion_cli(
         *promote,
         "--deploy-command",
         deploy,
@@ -245,22 +226,22 @@ def test_a_killed_promotion_leaves_a_lock_that_only_its_id_removes(
     lock["host"] = "runner-that-vanished"
     (store / "sentiment" / "environments" / "dev.lock").write_text(json.dumps(lock))
 
-    refused = _cli(*promote, "--deploy-command", "true", store=store)
+    refused = promotion_cli(*promote, "--deploy-command", "true", store=store)
     assert refused.returncode == 2, refused.stderr
     assert f"unlock --env dev --lock-id {lock['lock_id']}" in refused.stderr
     assert f"pid {holder.pid}" in refused.stderr and "Nothing was changed" in refused.stderr
     assert "run https://github.com/acme/ml/actions/runs/4242" in refused.stderr
 
-    wrong = _cli("unlock", "--env", "dev", "--lock-id", "0" * 32, store=store)
+    wrong = promotion_cli("unlock", "--env", "dev", "--lock-id", "0" * 32, store=store)
     assert wrong.returncode == 2 and "not removed" in wrong.stderr
     assert (store / "sentiment" / "environments" / "dev.lock").exists()
 
-    freed = _cli("unlock", "--env", "dev", "--lock-id", lock["lock_id"], store=store)
+    freed = promotion_cli("unlock", "--env", "dev", "--lock-id", lock["lock_id"], store=store)
     assert freed.returncode == 0 and "removed" in freed.stdout, freed.stderr
-    again = _cli(*promote, "--deploy-command", "true", store=store)
+    again = promotion_cli(*promote, "--deploy-command", "true", store=store)
     assert again.returncode == 0, again.stderr
     assert not (store / "sentiment" / "environments" / "dev.lock").exists()
-    nothing = _cli("unlock", "--env", "dev", "--lock-id", lock["lock_id"], store=store)
+    nothing = promotion_cli("unlock", "--env", "dev", "--lock-id", lock["lock_id"], store=store)
     assert nothing.returncode == 0 and "no lock" in nothing.stdout
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from promotion_fixtures import DIGEST_S, DIGEST_T, MANIFEST_SHA, RecordingDeployer, make_candidate, write_json
+from promotion_fixtures import (
+    DIGEST_S,
+    DIGEST_T,
+    MANIFEST_SHA,
+    RecordingDeployer,
+    evidence_of,
+    make_candidate,
+    write_json,
+)
 
 from promotion import promote as ops
 from promotion.__main__ import main
@@ -22,19 +30,9 @@ CFG = load_config()
 OK = RecordingDeployer()
 
 
-def _evidence(files: dict[str, Path], candidate: Path | None = None, **extra):
-    return load_evidence(
-        str(candidate or files["candidate"]),
-        loadtest=str(files["loadtest"]),
-        policy_report=str(files["policy_report"]),
-        build_record=str(files["build_record"]),
-        **extra,
-    )
-
-
 def test_record_schema_and_lineage(evidence_files: dict[str, Path], tmp_path: Path) -> None:
     store = ModelStore(str(tmp_path / "store"), "m-schema")
-    record = ops.evaluate(_evidence(evidence_files), CFG, "dev", store=store, requested_by="alice")
+    record = ops.evaluate(evidence_of(evidence_files), CFG, "dev", store=store, requested_by="alice")
     validate_record(record)
     assert record["decision"] == "promote" and record["deployable"] is True
     lineage = record["lineage"]
@@ -65,7 +63,7 @@ def test_rejection_is_recorded_with_reasons(
     slow = json.loads(evidence_files["loadtest"].read_text())
     slow["results"][0]["errors"] = 3
     write_json(evidence_files["loadtest"], slow)
-    outcome = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry)
+    outcome = ops.promote(evidence_of(evidence_files), CFG, "dev", store=store, registry=registry)
     assert outcome.record["decision"] == "reject" and outcome.deploy is None
     assert any(r.startswith("loadtest-errors: 3 failed") for r in outcome.record["reasons"])
     saved = json.loads(Path(outcome.record_uri).read_text())
@@ -78,14 +76,14 @@ def test_promote_champion_and_rollback(
     evidence_files: dict[str, Path], tmp_path: Path, registry: Registry
 ) -> None:
     store = ModelStore(str(tmp_path / "store"), "m-roll")
-    first = ops.promote(_evidence(evidence_files), CFG, "dev", store=store, registry=registry, deployer=OK)
+    first = ops.promote(evidence_of(evidence_files), CFG, "dev", store=store, registry=registry, deployer=OK)
     assert first.record["model"]["version"] == "1" and registry.alias_version("m-roll", "dev") == "1"
     assert first.deploy["serving_image"].endswith(DIGEST_S)
     assert registry.version_tags("m-roll", "1")["record_id"] == first.record["record_id"]
 
     better = make_candidate(tmp_path / "run2", accuracy=0.89)
     second = ops.promote(
-        _evidence(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK
+        evidence_of(evidence_files, better), CFG, "dev", store=store, registry=registry, deployer=OK
     )
     champion_gate = next(g for g in second.record["gates"] if g["name"] == "not-worse-than-champion")
     assert champion_gate["status"] == "pass" and champion_gate["measured"] == pytest.approx(0.01)
@@ -95,7 +93,7 @@ def test_promote_champion_and_rollback(
     # A worse candidate is rejected against the champion (version 2 at 0.89).
     worse = make_candidate(tmp_path / "run3", accuracy=0.87)
     third = ops.promote(
-        _evidence(evidence_files, worse), CFG, "dev", store=store, registry=registry, deployer=OK
+        evidence_of(evidence_files, worse), CFG, "dev", store=store, registry=registry, deployer=OK
     )
     assert third.record["decision"] == "reject" and registry.alias_version("m-roll", "dev") == "2"
 
@@ -125,15 +123,15 @@ def test_prod_needs_a_distinct_approver(evidence_files: dict[str, Path], tmp_pat
         tmp_path / "approval.json",
         {"approver": "bob", "approved_at": "2026-12-02T10:00:00Z", "environment": "prod"},
     )
-    record = ops.evaluate(_evidence(evidence_files), CFG, "prod", store=store, requested_by="alice")
+    record = ops.evaluate(evidence_of(evidence_files), CFG, "prod", store=store, requested_by="alice")
     assert record["decision"] == "reject" and any(r.startswith("approval:") for r in record["reasons"])
     ok = ops.evaluate(
-        _evidence(evidence_files, approval=str(approval)), CFG, "prod", store=store, requested_by="alice"
+        evidence_of(evidence_files, approval=str(approval)), CFG, "prod", store=store, requested_by="alice"
     )
     gate = next(g for g in ok["gates"] if g["name"] == "approval")
     assert gate["status"] == "pass" and ok["lineage"]["approver"] == "bob"
     with pytest.raises(PromotionError, match="not allowed for prod"):
-        ops.evaluate(_evidence(evidence_files), CFG, "prod", store=store, local_run=True)
+        ops.evaluate(evidence_of(evidence_files), CFG, "prod", store=store, local_run=True)
 
 
 def test_local_run_is_not_deployable(evidence_files: dict[str, Path], tmp_path: Path) -> None:
@@ -182,7 +180,7 @@ def test_records_in_a_bucket(evidence_files: dict[str, Path], s3_env: str, tmp_p
         Bucket="models", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"}
     )
     store = ModelStore("s3://models/store", "m-s3")
-    record = ops.evaluate(_evidence(evidence_files), CFG, "dev", store=store)
+    record = ops.evaluate(evidence_of(evidence_files), CFG, "dev", store=store)
     uri = store.write_record(record, "# card\n")
     assert uri.startswith("s3://models/store/m-s3/records/")
     assert store.read_record(record["record_id"]) == record
