@@ -47,6 +47,7 @@ EXTERNAL = {
         "kube_horizontalpodautoscaler_spec_max_replicas",
         "kube_job_status_failed",
         "kube_job_status_active",
+        "kube_job_status_start_time",  # TrainingNoProgress: a stamp older than the Job belongs to an earlier run
         "kube_job_complete",
         "kube_cronjob_created",
         "kube_cronjob_next_schedule_time",

@@ -230,3 +230,5 @@ def run_loop(
                 break
     progress.close()
     state.finished = True
+    if dist.is_main:  # the run's Pushgateway group goes as the process exits (monitoring/progress.py)
+        training_progress.finish()

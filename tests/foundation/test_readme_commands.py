@@ -49,6 +49,7 @@ EXTERNAL_FLAGS = {
     "--require-hashes": "pip install",
     "--metrics-config": "tritonserver",
     "--exit-on-error": "tritonserver",
+    "--exit-timeout-secs": "tritonserver",
     "--ort-spinning": "serving/README.md says it is deliberately not on the CLI",
 }
 

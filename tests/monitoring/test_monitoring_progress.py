@@ -2,15 +2,22 @@
 
 A real Pushgateway (Debian's prometheus-pushgateway) receives what a real training run pushes; a real
 Prometheus scrapes it with the repository's rules and the TrainingNoProgress alert reaches the local
-webhook through a real Alertmanager for a stuck job only. A gateway that never answers costs the
-training loop nothing and is logged once. The Job that `training launch` renders carries the settings.
+webhook through a real Alertmanager for a stuck job only, not for a Job launched again under the name of
+an older run whose stamp is still on the gateway. A run that ends deletes its group as its process exits; a
+preempted one keeps it. A gateway that never answers costs the training loop nothing and is logged once. The
+Job that `training launch` renders carries the settings.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -25,6 +32,7 @@ from monitoring import progress
 from monitoring.localstack import LocalAlerting
 
 GATEWAY = shutil.which("prometheus-pushgateway")
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["export=false", "baselines=false", "data.max_train_rows=160", "epochs=1", "max_steps=4"]
 
 
@@ -64,6 +72,8 @@ def fresh_pusher(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     if progress._pusher is not None:
         progress._pusher.close()
+        # The run's finish() hooked the delete on this test process's exit, when the gateway is long gone.
+        atexit.unregister(getattr(progress._pusher, "at_exit", lambda: None))
 
 
 @pytest.mark.integration
@@ -89,27 +99,37 @@ def test_a_real_training_run_pushes_its_progress_per_logged_step(
     stamp = gauge(body, "ml_training_last_progress_timestamp_seconds", "train-e2e")
     assert stamp is not None and started <= stamp <= time.time()
     assert progress._pusher.pushed >= 1 and progress._pusher.failed == 0
+    assert progress._pusher.finished  # its loop ended: the group is deleted as the process exits (below)
 
 
 @pytest.mark.integration
 def test_the_alert_fires_for_a_stuck_job_only_from_the_pushed_series(gateway: str, tmp_path: Path) -> None:
     from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
-    # kube-state-metrics' view of the two Jobs (both active), pushed as it would be scraped.
+    # kube-state-metrics' view of the three Jobs (all active), pushed as it would be scraped. train-relaunched
+    # was deleted and applied again a minute ago: its new pod pulls its image, the old run's stamp is a day old.
+    now = time.time()
     registry = CollectorRegistry()
-    active = Gauge(
-        "kube_job_status_active", "stub of kube-state-metrics", ["namespace", "job_name"], registry=registry
-    )
-    for job in ("train-stuck", "train-live"):
+    labels = ["namespace", "job_name"]
+    active = Gauge("kube_job_status_active", "stub of kube-state-metrics", labels, registry=registry)
+    started = Gauge("kube_job_status_start_time", "stub of kube-state-metrics", labels, registry=registry)
+    for job, start in (
+        ("train-stuck", now - 7200),
+        ("train-live", now - 7200),
+        ("train-relaunched", now - 60),
+    ):
         active.labels(namespace="training", job_name=job).set(1)
+        started.labels(namespace="training", job_name=job).set(start)
     push_to_gateway(gateway, job="kube-state-metrics", registry=registry, timeout=5)
     stuck = progress.ProgressPusher(gateway, "train-stuck")
-    stuck.mark(120, now=time.time() - 3600)  # its last logged step was an hour ago
+    stuck.mark(120, now=now - 3600)  # its last logged step was an hour ago
     live = progress.ProgressPusher(gateway, "train-live")
     live.mark(5000)
-    stuck.close()
-    live.close()
-    assert (stuck.pushed, live.pushed) == (1, 1)
+    old_run = progress.ProgressPusher(gateway, "train-relaunched")
+    old_run.mark(9000, now=now - 86400)
+    for pusher in (stuck, live, old_run):
+        pusher.close()
+    assert (stuck.pushed, live.pushed, old_run.pushed) == (1, 1, 1)
 
     host = gateway.removeprefix("http://")
     with LocalAlerting(tmp_path / "alerting", metrics_dirs=[], scrape_targets=[host]) as stack:
@@ -120,6 +140,96 @@ def test_the_alert_fires_for_a_stuck_job_only_from_the_pushed_series(gateway: st
         assert "made no progress" in alert["annotations"]["summary"]
         firing = read(f"{stack.prometheus_url}/api/v1/alerts")
     assert '"job_name":"train-stuck"' in firing and '"job_name":"train-live"' not in firing
+    assert '"job_name":"train-relaunched"' not in firing, firing
+
+
+def _train(out: Path, gateway: str, job_name: str, *overrides: str) -> subprocess.Popen:
+    """`python -m training train` as the Job's container runs it: its own process, whose exit runs the delete."""
+    env = {**os.environ, "MONITORING_PUSHGATEWAY_URL": gateway, "MONITORING_JOB_NAME": job_name,
+           "TRAINING_MLFLOW": "0"}  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "training",
+        "train",
+        "--preset",
+        "smoke",
+        "--output",
+        str(out),
+        *overrides,
+    ]
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+
+
+@pytest.mark.integration
+def test_a_finished_run_deletes_its_group_as_it_exits_and_a_preempted_one_keeps_it(
+    gateway: str, tmp_path: Path
+) -> None:
+    other = progress.ProgressPusher(gateway, "train-other")  # another Job's group: never touched
+    other.mark(7)
+    other.close()
+    # Preempted mid-loop: exit 75, and the retry resumes and stamps again under the same name.
+    long = _train(tmp_path / "preempted", gateway, "train-preempted", *SMALL[:2], "epochs=50",
+                  "checkpoint.every_steps=2", "log_every_steps=1")  # fmt: skip
+    finished = _train(tmp_path / "finished", gateway, "train-finished", *SMALL, "log_every_steps=1")
+    try:
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "preempted").glob("checkpoints/step-*/MANIFEST.json")):
+            assert time.monotonic() < deadline and long.poll() is None, "the long run saved no checkpoint"
+            time.sleep(0.05)
+        os.kill(long.pid, signal.SIGTERM)
+        assert long.wait(timeout=120) == 75
+        assert finished.wait(timeout=180) == 0
+    finally:
+        for proc in (long, finished):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    body = read(f"{gateway}/metrics")
+    assert gauge(body, "ml_training_step", "train-preempted") is not None, body[-2000:]
+    assert gauge(body, "ml_training_last_progress_timestamp_seconds", "train-finished") is None, body[-2000:]
+    assert gauge(body, "ml_training_step", "train-finished") is None
+    assert gauge(body, "ml_training_step", "train-other") == 7.0
+
+
+@pytest.mark.integration
+def test_the_exit_hook_deletes_only_a_finished_runs_group(gateway: str) -> None:
+    done, again = (
+        progress.ProgressPusher(gateway, "train-done"),
+        progress.ProgressPusher(gateway, "train-again"),
+    )
+    for pusher in (done, again):
+        pusher.mark(10)
+        deadline = time.monotonic() + 10
+        while pusher.pushed < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pusher.finish()
+        atexit.unregister(pusher.at_exit)  # run here, not at this test process's exit
+    assert gauge(read(f"{gateway}/metrics"), "ml_training_step", "train-done") == 10.0
+    again.mark(11)  # a later run in the same process under that name: its stamp must stay
+    for pusher in (done, again):
+        pusher.at_exit()
+    again.close()
+    body = read(f"{gateway}/metrics")
+    assert done.deleted and gauge(body, "ml_training_step", "train-done") is None
+    assert not again.deleted and gauge(body, "ml_training_step", "train-again") == 11.0
+
+
+def test_a_gateway_gone_at_exit_costs_a_log_line_never_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    pusher = progress.ProgressPusher(url, "train-x", timeout_s=0.5)
+    pusher.finish()
+    atexit.unregister(pusher.at_exit)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="monitoring.progress"):
+        pusher.at_exit()
+    assert time.monotonic() - started < 5 and not pusher.deleted
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "monitoring.progress"]
+    assert f"curl -X DELETE {url}/metrics/job/ml-training/job_name/train-x" in warning
 
 
 class _Silent(BaseHTTPRequestHandler):
