@@ -16,6 +16,13 @@ and before repository.json listed the version left folders Triton loads (`serve`
 the newest) and the next build refused as strays. The build now names its folders in REPO/.build-pending.json
 before placing them and removes that file after its commit (the manifest write): the next writer (`build`, `pin`,
 `serve`) removes what it names unless the manifest lists the version, and any staged `.N.tmp` folder.
+
+A version folder that the manifest does not list and no pending record names (a build of a serving version
+from before that record, killed the same way; or a folder made by hand) is not removed: nothing says it is a
+build's leftover. It is refused instead (`unlisted`, `refuse_unlisted`): `build`, `serve`, `check --repo` and
+`pin latest` exit 2 naming it, since Triton would load it (as the newest version when its number is the
+highest) although no manifest entry records its bundle. A pinned repository serves its pinned version only,
+so `serve` and `pin N` go on there (a rollback is never blocked by it).
 """
 
 from __future__ import annotations
@@ -75,7 +82,7 @@ def read_manifest(repo: str | Path) -> dict[str, Any]:
         # Never rewritten here: it lists every version's bundle and metrics (nothing else records them).
         raise ConfigError(
             f"{path} is not valid JSON ({exc}): restore it (e.g. from version control) before "
-            "building or pinning; the version folders beside it are untouched"
+            "building, pinning or serving; the version folders beside it are untouched"
         ) from exc
     if not isinstance(manifest, dict) or not isinstance(manifest.get("versions"), dict):
         raise ConfigError(f"{path} has no 'versions' object: it is not a serving repository manifest")
@@ -139,6 +146,30 @@ def undo_interrupted_build(repo: Path, manifest: dict[str, Any]) -> bool:
             elif path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file():
                 path.unlink()  # a temporary file (atomic_write, a graph copy) left by a kill before its rename
     return removed
+
+
+def unlisted(repo: Path, manifest: dict[str, Any], models: tuple[str, ...]) -> list[Path]:
+    """The version folders of `models` (digit names, as Triton reads them) that `manifest` does not list."""
+    listed = set(manifest["versions"])
+    found = [v for m in models if (repo / m).is_dir() for v in (repo / m).iterdir()]
+    strays = [v for v in found if v.name.isdigit() and v.name not in listed and v.is_dir()]
+    return sorted(strays, key=lambda v: (int(v.name), v.parent.name))
+
+
+def refuse_unlisted(repo: Path, manifest: dict[str, Any], models: tuple[str, ...]) -> None:
+    """ConfigError naming every unlisted version folder and the fix (the module docstring says why)."""
+    strays = unlisted(repo, manifest, models)
+    if not strays:
+        return
+    numbers = sorted({int(v.name) for v in strays})
+    these = "that version" if len(numbers) == 1 else "those versions"
+    raise ConfigError(
+        f"{', '.join(map(str, strays))} already {'exists' if len(strays) == 1 else 'exist'} but "
+        f"{repo / MANIFEST} does not list version {', '.join(map(str, numbers))} (left by an interrupted "
+        f"build of an older serving, or made by hand): Triton would serve {these}, although nothing records "
+        f"the bundle. Delete the folders (rm -r {' '.join(map(str, strays))}) and run this again; to serve "
+        f"that model, build its bundle into {repo} (or pin a listed version: a pinned repository serves only it)"
+    )
 
 
 def atomic_write(path: Path, text: str) -> None:

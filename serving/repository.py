@@ -276,11 +276,14 @@ def _recover(repo: Path) -> dict[str, Any]:
 
 
 def recover(repo: str | Path) -> None:
-    """For `serve`/`check --repo`: Triton would load a stopped build's version folders as the newest version."""
+    """For `serve`/`check --repo`: Triton would load any version folder the manifest does not list."""
     repo = Path(repo)
-    if mf.interrupted(repo):
-        with mf.locked(repo):
-            _recover(repo)
+    manifest = None if mf.interrupted(repo) else mf.read_manifest(repo)
+    if manifest is None or mf.unlisted(repo, manifest, MODELS):
+        with mf.locked(repo):  # a build running now lists its folders only at its commit: wait for it
+            manifest = _recover(repo)
+    if manifest["pinned"] is None:
+        mf.refuse_unlisted(repo, manifest, MODELS)
 
 
 def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOptions) -> int:
@@ -296,13 +299,8 @@ def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOption
         )
     if version < 1:
         raise ConfigError("version must be >= 1")
-    # Not left by a build (those went in _recover): Triton would load it, so it is never built over silently.
-    strays = [repo / name / str(version) for name in MODELS if (repo / name / str(version)).exists()]
-    if strays:
-        raise ConfigError(
-            f"{', '.join(map(str, strays))} already exists but {repo / mf.MANIFEST} does not list version "
-            f"{version} (left by an interrupted build?): delete it and build again"
-        )
+    # Not named by a pending build (those went in _recover): Triton would serve it beside (or over) this one.
+    mf.refuse_unlisted(repo, manifest, MODELS)
     model_file = bundle.model_file(options.precision)
     bundle.check_graph(model_file)
 
@@ -395,5 +393,7 @@ def _pin(repo: Path, version: int | None) -> None:
         raise ConfigError(
             f"version {version} is not in {repo}: available {sorted(map(int, manifest['versions']))}"
         )
+    if version is None:  # `latest` would put them in service; a pin to a listed version leaves them unloaded
+        mf.refuse_unlisted(repo, manifest, MODELS)
     manifest["pinned"] = version
     _write_configs(repo, manifest)

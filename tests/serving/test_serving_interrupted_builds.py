@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from serving.errors import ConfigError
 from serving.manifest import read_manifest
 from serving.repository import MODELS, build, pin
 
-# argv: bundle repo point signal. Kills this build at `point` with `signal`, as an outside kill would land.
+# argv: bundle repo point signal [version]. Kills this build at `point` with `signal`, as an outside kill would land.
 KILLED_BUILD = """
 import json, os, signal, sys
 from pathlib import Path
@@ -43,13 +44,15 @@ def dumps(obj, *args, **kwargs):  # the manifest naming the new version is about
     return real_dumps(obj, *args, **kwargs)
 
 Path.rename, json.dumps = rename, dumps
-repository.build(bundle, repo)
+repository.build(bundle, repo, version=int(sys.argv[5]) if len(sys.argv) > 5 else None)
 """
 
 
-def _build_killed(bundle: Path, repo: Path, point: str, sig: str = "SIGKILL") -> int:
+def _build_killed(
+    bundle: Path, repo: Path, point: str, sig: str = "SIGKILL", version: int | None = None
+) -> int:
     done = subprocess.run(
-        [sys.executable, "-c", KILLED_BUILD, str(bundle), str(repo), point, sig],
+        [sys.executable, "-c", KILLED_BUILD, str(bundle), str(repo), point, sig, *([str(version)] * bool(version))],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     return done.returncode
@@ -171,3 +174,63 @@ def test_serve_after_a_killed_build_loads_the_listed_versions_only(
         assert serve.proc.wait(timeout=60) == 0
     assert json.loads((repo / "repository.json").read_text())["pinned"] is None
     assert os.listdir(repo / "sentiment") == os.listdir(repo / "classifier")
+
+
+def _old_build_killed(bundle: Path, repo: Path, version: int | None = None) -> None:
+    """What a build of a serving from before `.build-pending.json` left when killed before its commit."""
+    assert _build_killed(bundle, repo, "before-commit", version=version) == -signal.SIGKILL
+    (repo / ".build-pending.json").unlink()
+
+
+def test_a_version_folder_no_build_named_is_refused_unless_a_pin_leaves_it_unloaded(
+    tiny_bundle: Path, repo_with_two_versions: Path
+) -> None:
+    """Before: the next build made version 3 beside the unlisted 7 (Triton then served 7 and 3), and `pin latest`
+    put 7 back in service. A pin to a listed version keeps 7 unloaded: allowed (a rollback is never blocked)."""
+    repo = repo_with_two_versions
+    _old_build_killed(tiny_bundle, repo, version=7)
+    for action in (lambda: build(tiny_bundle, repo), lambda: pin(repo, None)):
+        with pytest.raises(ConfigError, match=r"classifier/7, .*sentiment/7 already exist but .*repository.json "
+                           r"does not list version 7 .*Delete the folders \(rm -r .*classifier/7 .*sentiment/7\)"):  # fmt: skip
+            action()
+    pin(repo, 2)
+    assert read_manifest(repo)["pinned"] == 2
+    assert _version_folders(repo) == {m: ["1", "2", "7"] for m in MODELS}  # never removed: nothing says whose
+    for model in MODELS:
+        shutil.rmtree(repo / model / "7")  # the fix the message names
+    pin(repo, None)
+    assert build(tiny_bundle, repo) == 3
+
+
+@pytest.mark.integration
+def test_serve_and_check_refuse_a_version_folder_the_manifest_does_not_list(
+    tiny_bundle: Path, repo_with_two_versions: Path
+) -> None:
+    """Before: `serve` loaded the old build's sentiment/3 as the newest version, which nothing records, and
+    `check --repo` checked it. Pinned to a listed version, the repository serves only that one."""
+    from serving.client import SentimentClient
+    from tests.serving.conftest import tritonserver_missing
+    from tests.serving.serve_cli import serve_cli
+
+    if reason := tritonserver_missing():
+        pytest.skip(reason)
+    repo = repo_with_two_versions
+    _old_build_killed(tiny_bundle, repo)
+    try:
+        with serve_cli(repo) as serve, SentimentClient(serve.http_url) as client:
+            served = client.ready_versions("sentiment")
+        pytest.fail(f"serve started, serving sentiment versions {served}")
+    except AssertionError as exc:  # serve_cli: the CLI exited before "Ctrl-C to stop."; its output
+        refusals = [str(exc)]
+    check = [sys.executable, "-m", "serving", "check", "--repo", str(repo)]
+    done = subprocess.run(check, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert refusals[0].startswith("error: "), refusals  # main() prints it and exits 2
+    for output in (*refusals, done.stderr):
+        assert "classifier/3, " in output and "sentiment/3 already exist but" in output, output
+        assert "does not list version 3" in output and "Triton would serve that version" in output, output
+    pin(repo, 2)
+    with serve_cli(repo) as serve, SentimentClient(serve.http_url) as client:
+        assert client.ready_versions("sentiment") == client.ready_versions("classifier") == [2]
+        assert client.classify(["fine"])[0].label in ("negative", "positive")
+    assert _version_folders(repo) == {m: ["1", "2", "3"] for m in MODELS}

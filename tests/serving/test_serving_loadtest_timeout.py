@@ -1,7 +1,8 @@
 """`loadtest --timeout` bounds each request, over HTTP and gRPC, against real KServe-v2 peers that are ready
 but answer inference slowly (in-process fakes of the two protocols: a stuck tritonserver cannot be made on
 purpose). Before the fix the flag was parsed and dropped: every request waited up to a fixed 30 s, so a
-5 s answer was a success and the report showed no errors."""
+5 s answer was a success and the report showed no errors. Over HTTP it then bounded each socket read only: a
+peer that trickles its answer (a byte every TIMEOUT_S / 2) kept one request going for SLOW_S, a success."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class _Peer:
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
         self.delay_s = 0.0
+        self.trickle_s = 0.0  # HTTP: send the answer's body a byte at a time, this far apart, for delay_s
         self.release = threading.Event()
         self.url = ""
 
@@ -41,11 +43,19 @@ class _KServeHTTP(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # quiet: requests are the test's own
         pass
 
-    def _send(self, status: int, body: bytes = b"") -> None:
+    def _send(self, status: int, body: bytes = b"", trickle: int = 0) -> None:
+        """`trickle` leading spaces (valid JSON whitespace) go out one every `peer.trickle_s`: the connection
+        is never quiet for a socket timeout's length, while the answer takes trickle x trickle_s."""
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(trickle + len(body)))
         self.end_headers()
+        self.wfile.flush()
+        for _ in range(trickle):
+            if self.peer.release.wait(self.peer.trickle_s):
+                return
+            self.wfile.write(b" ")
+            self.wfile.flush()
         self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 - the http.server API
@@ -59,7 +69,9 @@ class _KServeHTTP(BaseHTTPRequestHandler):
             return
         head = json.loads(body[: int(self.headers.get("Inference-Header-Content-Length", len(body)))])
         n = int(head["inputs"][0]["shape"][0])
-        self.peer.release.wait(self.peer.delay_s)
+        trickle = int(self.peer.delay_s / self.peer.trickle_s) if self.peer.trickle_s else 0
+        if not trickle:
+            self.peer.release.wait(self.peer.delay_s)
         answer = {
             "model_name": MODEL,
             "outputs": [
@@ -68,7 +80,7 @@ class _KServeHTTP(BaseHTTPRequestHandler):
             ],
         }
         with contextlib.suppress(OSError):  # the client gave up (its timeout) and closed the connection
-            self._send(200, json.dumps(answer).encode())
+            self._send(200, json.dumps(answer).encode(), trickle)
 
 
 def _http_peer() -> Iterator[_Peer]:
@@ -150,6 +162,41 @@ def test_loadtest_timeout_bounds_each_request_and_counts_it_as_an_error(peer: _P
     assert "2 of 2 requests failed, 2 of them without an answer within 0.5 s (--timeout)" in done.stderr
     # 3 rounds of one timeout each (1.5 s) plus start-up; one unbounded request alone would take SLOW_S.
     assert wall_s < 3 * SLOW_S - 2, wall_s
+
+
+def test_http_timeout_bounds_the_whole_request_not_each_read(tmp_path: Path) -> None:
+    """A peer that keeps the connection busy (a byte every TIMEOUT_S / 2) but answers after SLOW_S: before,
+    the HTTP client's timeout bounded each read only, so every request took SLOW_S and counted as a success."""
+    with contextlib.contextmanager(_http_peer)() as peer:
+        peer.delay_s, peer.trickle_s = SLOW_S, TIMEOUT_S / 2
+        done, wall_s = _loadtest(peer, tmp_path / "lt.json")
+        rows = json.loads((tmp_path / "lt.json").read_text())["results"]
+        assert [(r["requests"], r["errors"]) for r in rows] == [(2, 2), (2, 2)], (rows, done.stderr)
+        assert done.returncode == 1, (done.returncode, done.stderr)
+        assert "2 of 2 requests failed, 2 of them without an answer within 0.5 s (--timeout)" in done.stderr
+        assert "RequestTimeoutError" in done.stderr, done.stderr
+        assert wall_s < 3 * SLOW_S - 2, wall_s
+
+
+def test_a_client_whose_http_call_timed_out_mid_answer_answers_the_next_call_whole() -> None:
+    """The cut connection held half an answer: it is closed, not reused (nor its pool slot lost), so the
+    same client's next call gets its own answer. Before, the trickled call was simply a 5 s success."""
+    from serving.client import SentimentClient
+    from serving.errors import RequestTimeoutError
+
+    with (
+        contextlib.contextmanager(_http_peer)() as peer,
+        SentimentClient(peer.url, timeout_s=TIMEOUT_S, retries=0) as client,
+    ):
+        peer.delay_s, peer.trickle_s = SLOW_S, TIMEOUT_S / 5
+        start = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match="within 0.5 s"):
+            client.infer_raw(["first"])
+        assert time.monotonic() - start < TIMEOUT_S + 1
+        peer.delay_s, peer.trickle_s = 0.1, 0.01  # trickled too, but within the timeout
+        labels, probabilities = client.infer_raw(["second", "third"])
+        assert labels.reshape(-1).tolist() == ["positive", "positive"]
+        assert probabilities.tolist() == [[0.25, 0.75], [0.25, 0.75]]
 
 
 def test_answers_within_the_timeout_are_measured_not_errors(peer: _Peer, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from tritonclient.grpc import model_config_pb2
 from serving.bundle import load_bundle
 from serving.errors import BundleError, ConfigError
 from serving.manifest import read_manifest, versions
-from serving.repository import MODELS, BuildOptions, build, pin
+from serving.repository import MODELS, BuildOptions, build, pin, recover
 
 
 def config(repo: Path, model: str) -> model_config_pb2.ModelConfig:
@@ -144,7 +144,8 @@ def test_an_unreadable_manifest_is_reported_and_kept(tiny_bundle: Path, tmp_path
     manifest = repo / "repository.json"
     manifest.write_text(manifest.read_text()[:-20])  # cut short, e.g. a full disk
     damaged = manifest.read_bytes()
-    for action in (lambda: build(tiny_bundle, repo), lambda: pin(repo, 1)):
+    # recover: what `serve` and `check --repo` run first (they cannot tell which version folders it lists).
+    for action in (lambda: build(tiny_bundle, repo), lambda: pin(repo, 1), lambda: recover(repo)):
         with pytest.raises(ConfigError, match="repository.json is not valid JSON .*restore it"):
             action()
     assert manifest.read_bytes() == damaged
