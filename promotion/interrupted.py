@@ -11,8 +11,11 @@ was never confirmed live. The interruption itself still ends the promotion (130 
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +31,10 @@ WRITE_TIMEOUT_S = 8.0
 """How long the record's write may take before the promotion gives up on it (the log keeps its reason). After the
 deploy command's `STOP_GRACE_S` (10 s) this leaves time, under a pod's 30 s termination grace, to remove the lock:
 an unreachable store must not cost the environment its lock as well."""
+
+HOLD_MAX_S = 10.0
+"""How long Ctrl-C or SIGTERM waits for the writes that make a promotion whole (`writes_held`). A store that hangs
+must not hold the promotion past a pod's 30 s termination grace: the lock's removal still needs time after it."""
 
 PULUMI_INTERRUPTED = "https://www.pulumi.com/docs/iac/operations/troubleshooting/interrupted-updates/"
 
@@ -144,3 +151,65 @@ def write(store: ModelStore, record: dict[str, Any], timeout_s: float | None = N
         flush=True,
     )
     return None
+
+
+@contextlib.contextmanager
+def writes_held(max_s: float | None = None) -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the body (the record, the history, the alias) and are delivered after it.
+
+    Once the smoke check has passed the new image is live: stopped between the record, the history and the alias,
+    a promotion left the image serving with no history entry (a rollback would restore the wrong version) or an
+    alias the history did not name (rollbacks refused). The same holds for a local promotion and a rollback. A second
+    signal, or `max_s` (HOLD_MAX_S) after the first, ends the hold at once: a store that hangs cannot keep the process
+    past its grace. Outside the main thread (no handler can be set there) nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Any] = {int(s): signal.getsignal(s) for s in signals}
+    pending: list[int] = []
+    timer: list[threading.Timer] = []
+
+    def restore() -> None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    def hold(signum: int, frame: Any) -> None:
+        if pending:  # the second signal, or the deadline: stop holding, deliver it now
+            restore()
+            _deliver(signum, previous[signum], frame)
+            return
+        pending.append(signum)
+        print(
+            f"promotion: {signal.Signals(signum).name} received while the promotion is being recorded: it ends once "
+            f"the record, history and alias are written (at most {wait:g} s; again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
+        # A real signal to the main thread, not interrupt_main(): it also breaks a blocking read (EINTR).
+        main = threading.main_thread().ident
+        assert main is not None
+        timer.append(threading.Timer(wait, signal.pthread_kill, args=(main, signum)))
+        timer[0].daemon = True
+        timer[0].start()
+
+    wait = HOLD_MAX_S if max_s is None else max_s
+    for s in signals:
+        signal.signal(s, hold)
+    try:
+        yield
+    finally:
+        for t in timer:
+            t.cancel()
+        restore()
+        if pending:
+            _deliver(pending[0], previous[pending[0]], None)
+
+
+def _deliver(signum: int, handler: Any, frame: Any) -> None:
+    """What the signal would have done without the hold: its Python handler (KeyboardInterrupt, the CLI's
+    Terminated), nothing when ignored, else its default action."""
+    if callable(handler):
+        handler(signum, frame)
+    elif handler != signal.SIG_IGN:
+        signal.raise_signal(signum)

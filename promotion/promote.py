@@ -19,7 +19,7 @@ from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
 from promotion.record import build_record, rollback_record, validate_record
 from promotion.registry import Registry
-from promotion.store import ModelStore
+from promotion.store import Deployed, ModelStore
 
 # The load test the smoke check ran against the live endpoint, stored beside the record.
 LIVE_LOADTEST = "post-deploy-loadtest.json"
@@ -224,15 +224,25 @@ def _promote(
         previous = current[0].serving_image if current else None
         step = interrupted.Step()
         try:
-            failed = _deploy_half(record, image, previous, deployer=deployer, store=store, step=step)
+            live_loadtest = _deploy_half(record, image, previous, deployer=deployer, step=step)
         except interrupted.STOPPED as stop:
             # The command's group is stopped already (deploy.run_group), and what the stack runs now is unknown: the
             # record says so, bounded in time; the alias and the history stay (the candidate was never confirmed).
             interrupted.keep(store, record, image=image, served_before=previous, step=step, stop=stop)
             raise
-        if failed:
-            uri = store.write_record(record, render_markdown(record))
-            return Outcome(record, uri, None)
+        with interrupted.writes_held():  # live and checked: record, history and alias are written whole
+            if live_loadtest:
+                # Judges the next environment (its `loadtest_from`): kept beside the record.
+                store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
+            return _record_and_move(record, environment, store=store, registry=registry)
+    with interrupted.writes_held():
+        return _record_and_move(record, environment, store=store, registry=registry)
+
+
+def _record_and_move(
+    record: dict[str, Any], environment: str, *, store: ModelStore, registry: Registry
+) -> Outcome:
+    """The record, then (a promotion) the history and the registry alias, in the order that keeps them agreeing."""
     uri = store.write_record(record, render_markdown(record))
     if record["decision"] != "promote":
         return Outcome(record, uri, None)
@@ -271,11 +281,10 @@ def _deploy_half(
     previous: str | None,
     *,
     deployer: Deployer,
-    store: ModelStore,
     step: interrupted.Step,
-) -> bool:
-    """`up` then the smoke check; on their failure, the redeploy of `previous` and a `deploy_failed` record (True).
-    `step` follows what runs, for the record of an interruption."""
+) -> bytes | None:
+    """`up` then the smoke check: the live load test it ran, if any. On their failure, the redeploy of `previous`, and
+    the record becomes `deploy_failed`. `step` follows what runs, for the record of an interruption."""
     try:
         step.during = "up"
         deployer.up(image)
@@ -286,10 +295,7 @@ def _deploy_half(
             "image": image,
             "loadtest_sha256": hashlib.sha256(live_loadtest).hexdigest() if live_loadtest else None,
         }
-        if live_loadtest:
-            # Judges the next environment (its `loadtest_from`): kept beside the record.
-            store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
-        return False
+        return live_loadtest
     except DeployError as exc:
         step.during, step.deploy_error = "rollback", str(exc)
         try:
@@ -314,7 +320,7 @@ def _deploy_half(
         "restored": previous if status == "rolled_back" else None,
     }
     validate_record(record)
-    return True
+    return None
 
 
 def rollback(
@@ -364,6 +370,19 @@ def _rollback(
         registry_uri=registry.uri,
     )
     validate_record(record)
+    with interrupted.writes_held():
+        return _record_rollback(record, environment, previous, current, store=store, registry=registry)
+
+
+def _record_rollback(
+    record: dict[str, Any],
+    environment: str,
+    previous: Deployed,
+    current: Deployed,
+    *,
+    store: ModelStore,
+    registry: Registry,
+) -> Outcome:
     uri = store.write_record(record, render_markdown(record))
     registry.set_alias(store.model, environment, previous.version)
     store.append_event(
