@@ -76,6 +76,20 @@ class StorageUnavailable(TrainingError):
         )
 
 
+class StudyStorageUnavailable(TrainingError):
+    """The tuning study's database did not answer (training/tune.py): exit 69, rerun once it is back."""
+
+    exit_code = EXIT_STORAGE
+
+    def __init__(self, shown_url: str, cause: BaseException) -> None:
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        super().__init__(
+            f"study storage {shown_url} did not answer ({type(cause).__name__}: {first}); check its host, port "
+            "and credentials (on the cluster the Secret `launch --tune --storage-secret` names), then rerun the "
+            "same command: the study resumes"
+        )
+
+
 class PreemptionLimit(TrainingError):
     """The run was preempted more often than allowed (recorded in its checkpoint): exit 3, do not retry."""
 

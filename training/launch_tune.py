@@ -3,9 +3,10 @@
     python -m training launch --tune --workers 4 --trials 40 --trial-timeout 1800 --budget-eur 50 \\
         --preset gpu --image REGISTRY/training@sha256:... --checkpoint-uri s3://BUCKET/tune/sentiment
 
-Each pod runs `python -m training tune` (training/tune.py) on the spot GPU pool. The study storage is an RDB URL
-(PostgreSQL/MySQL) read from a Secret (`--storage-secret`, key `url`) into TRAINING_TUNE_STORAGE, so it never
-appears in the manifest; the worker id is the pod's completion index (JOB_COMPLETION_INDEX, set by the Job
+Each pod runs `python -m training tune` (training/tune.py) on the spot GPU pool. The study storage is an RDB
+URL read from a Secret (`--storage-secret`, key `url`) into TRAINING_TUNE_STORAGE, so it never appears in the
+manifest: `postgresql://` (psycopg 3) or `mysql+pymysql://` (PyMySQL), the drivers the image ships
+(training/tune_storage.py). The worker id is the pod's completion index (JOB_COMPLETION_INDEX, set by the Job
 controller). A preempted pod exits 75; the podFailurePolicy replaces it without counting a failure, and the
 replacement has the same index, so it resumes that worker's RUNNING trial from the trial's checkpoints in the
 bucket. Two workers never run the same trial: Optuna numbers each new trial inside a storage transaction.
@@ -21,8 +22,8 @@ import dataclasses
 from typing import Any
 
 from training.errors import ConfigError
+from training.tune_storage import STORAGE_ENV
 
-STORAGE_ENV = "TRAINING_TUNE_STORAGE"
 DEFAULT_SECRET = "optuna-storage"
 
 

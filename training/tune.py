@@ -41,6 +41,7 @@ from typing import Any
 
 from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError, StorageUnavailable
 from training.tracking import Outage
+from training.tune_storage import check_storage_url, open_storage
 
 log = logging.getLogger("training.tune")
 
@@ -49,7 +50,6 @@ SAMPLERS = ("tpe", "grid", "random")
 PRUNERS = ("median", "halving", "none")  # their arguments and the metric they judge: search_space.json
 # Trial user attributes (the study storage is the only state shared between workers and reruns).
 WORKER, ELAPSED, PRUNED_AT, STOPPED, COST_EUR = "worker", "elapsed_s", "pruned_at_step", "stopped", "cost_eur"
-SQLITE_TIMEOUT_S = 60  # concurrent workers on one SQLite file wait for its lock instead of failing
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -85,6 +85,8 @@ class TuneConfig:
             raise ConfigError("--sampler", f"must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.pruner not in PRUNERS:
             raise ConfigError("--pruner", f"must be one of {', '.join(PRUNERS)}, got {self.pruner!r}")
+        if self.storage is not None:  # a driver the image lacks failed each worker at its first storage call
+            check_storage_url(self.storage)
 
     @property
     def storage_url(self) -> str:
@@ -105,25 +107,6 @@ class _StopFlag:
         self.reason = signal.Signals(signum).name
 
 
-def _storage(url: str) -> Any:
-    import optuna
-    from sqlalchemy.exc import IntegrityError, OperationalError
-
-    kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {}
-    for attempt in range(5):
-        try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-        except (OperationalError, IntegrityError) as exc:
-            # Workers starting together race to create the schema ("table ... already exists") or to stamp
-            # its version ("UNIQUE constraint failed: alembic_version"): the loser retries against what the
-            # winner made.
-            raced = "already exists" in str(exc) or "alembic_version" in str(exc)
-            if not raced or attempt == 4:
-                raise
-            time.sleep(0.5 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
 def open_study(cfg: TuneConfig, space: Any, base_name: str) -> Any:
     import optuna
 
@@ -132,7 +115,7 @@ def open_study(cfg: TuneConfig, space: Any, base_name: str) -> Any:
     cfg.output.mkdir(parents=True, exist_ok=True)
     study = optuna.create_study(
         study_name=cfg.study_name or f"{base_name}-{cfg.preset}",
-        storage=_storage(cfg.storage_url),
+        storage=open_storage(cfg.storage_url),
         pruner=space.pruning.build(cfg.pruner),
         direction="maximize",
         load_if_exists=True,

@@ -6,8 +6,12 @@ import csv
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.postgres import Postgres
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +100,16 @@ def csv_file(tmp_path: Path, real_rows: list[tuple[str, str]]):  # noqa: ANN201
         return write_csv(tmp_path / name, real_rows if rows is None else rows, header)
 
     return make
+
+
+@pytest.fixture
+def postgres(tmp_path: Path) -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster on a free loopback port (tests/postgres.py), stopped after the test.
+    `postgres.create_database(name)` gives a `postgresql://` URL, the form the cluster's study storage takes."""
+    from tests.postgres import start_postgres
+
+    server = start_postgres(tmp_path / "postgres")
+    try:
+        yield server
+    finally:
+        server.stop()
