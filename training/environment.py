@@ -195,7 +195,8 @@ TRAINING_TUNE_STORAGE = _declare(
     "TRAINING_TUNE_STORAGE",
     str,
     None,
-    "Optuna storage URL for `python -m training tune` when --storage is not given (default sqlite in the study folder).",
+    "Optuna storage URL for `python -m training tune` when --storage is not given (default sqlite in the study folder; "
+    "postgresql:// or mysql+pymysql:// on the cluster, training/tune_storage.py).",
 )
 # --- set by torchrun / clouds, read through -----------------------------------------------
 RANK = _declare("RANK", int, 0, "Global rank (set by torchrun).", external=True)
