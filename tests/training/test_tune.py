@@ -241,6 +241,44 @@ def _cli(out: Path, space_file: Path, *extra: str) -> list[str]:
     ]
 
 
+def workers_space(tmp_path: Path) -> Path:
+    """A one-parameter space whose trials take seconds: for the tests that run several workers."""
+    return space(
+        tmp_path,
+        {"optim.lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True, "grid": [1e-3]}},
+        epochs="1",
+        eval_every_steps="25",
+    )
+
+
+def start_workers(
+    outs: dict[str, Path], space_file: Path, env: dict[str, str]
+) -> dict[str, subprocess.Popen[str]]:
+    """`tune` workers named by `outs`' keys (3 trials in all, random sampler), each writing to its own `--output`."""
+    return {
+        w: subprocess.Popen(
+            _cli(
+                out,
+                space_file,
+                "--trials",
+                "3",
+                "--trial-timeout",
+                "60",
+                "--worker",
+                w,
+                "--sampler",
+                "random",
+            ),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for w, out in outs.items()
+    }
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_preempted_trial_resumes_as_the_same_trial(tmp_path: Path) -> None:
@@ -273,35 +311,9 @@ def test_preempted_trial_resumes_as_the_same_trial(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_two_workers_on_one_sqlite_study_never_run_the_same_trial(tmp_path: Path) -> None:
     out = tmp_path / "study"
-    space_file = space(
-        tmp_path,
-        {"optim.lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True, "grid": [1e-3]}},
-        epochs="1",
-        eval_every_steps="25",
+    procs = start_workers(
+        {"a": out, "b": out}, workers_space(tmp_path), {**os.environ, "TRAINING_MLFLOW": "0"}
     )
-    env = {**os.environ, "TRAINING_MLFLOW": "0"}
-    procs = {
-        w: subprocess.Popen(
-            _cli(
-                out,
-                space_file,
-                "--trials",
-                "3",
-                "--trial-timeout",
-                "60",
-                "--worker",
-                w,
-                "--sampler",
-                "random",
-            ),
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for w in ("a", "b")
-    }
     logs = {w: p.communicate(timeout=300)[0] for w, p in procs.items()}
     for w, p in procs.items():
         assert p.returncode == 0, logs[w]

@@ -16,14 +16,13 @@ import json
 import os
 import re
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
 
 from tests.postgres import Postgres
-from tests.training.test_tune import ROOT, _cli, space
+from tests.training.test_tune import start_workers, workers_space
 
 
 def _image_packages() -> set[str]:
@@ -109,37 +108,10 @@ def test_two_workers_share_one_postgresql_study_without_running_a_trial_twice(
     tmp_path: Path, postgres: Postgres
 ) -> None:
     storage = postgres.create_database("optuna")
-    space_file = space(
-        tmp_path,
-        {"optim.lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True, "grid": [1e-3]}},
-        epochs="1",
-        eval_every_steps="25",
-    )
     # The URL arrives as on the cluster: from the Secret through TRAINING_TUNE_STORAGE, not a flag.
     env = {**os.environ, "TRAINING_MLFLOW": "0", "TRAINING_TUNE_STORAGE": storage}
     pods = {w: tmp_path / f"pod{w}" for w in ("0", "1")}  # each pod has its own folder
-    procs = {
-        w: subprocess.Popen(
-            _cli(
-                out,
-                space_file,
-                "--trials",
-                "3",
-                "--trial-timeout",
-                "60",
-                "--worker",
-                w,
-                "--sampler",
-                "random",
-            ),
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for w, out in pods.items()
-    }
+    procs = start_workers(pods, workers_space(tmp_path), env)
     try:
         logs = {w: p.communicate(timeout=240)[0] for w, p in procs.items()}
     finally:
