@@ -165,8 +165,12 @@ def writes_held(max_s: float | None = None) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous: dict[int, Any] = {int(s): signal.getsignal(s) for s in signals}
+    # An ignored signal (SIGINT in a shell's background job) stays ignored: held, it would count as the first.
+    previous: dict[int, Any] = {
+        int(s): signal.getsignal(s)
+        for s in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(s) is not signal.SIG_IGN
+    }
     pending: list[int] = []
     timer: list[threading.Timer] = []
 
@@ -194,7 +198,7 @@ def writes_held(max_s: float | None = None) -> Iterator[None]:
         timer[0].start()
 
     wait = HOLD_MAX_S if max_s is None else max_s
-    for s in signals:
+    for s in previous:
         signal.signal(s, hold)
     try:
         yield
