@@ -124,15 +124,20 @@ def batch_histogram(
 
 
 def ort_runner(bundle: Path, precision: str, threads: int = 0) -> Callable[[Sequence[str]], Any]:
-    """Raw ONNX Runtime in-process, configured as the served graph (threads 0 = cores): tokenize, run, softmax."""
+    """Raw ONNX Runtime in-process, configured as the served graph (threads 0 = cores): tokenize, run, softmax.
+    A batch runs as the same length-sorted sub-batches the served endpoint cuts on CPU (serving/models/batching.py,
+    BuildOptions' CPU default), so that the comparison with Triton is engine against engine, not cut against none."""
     import numpy as np
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
+    from serving.models.batching import length_groups
+    from serving.options import LENGTH_SPLIT_OVERHEAD_CPU
+
     max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
     tokenizer = Tokenizer.from_file(str(bundle / "tokenizer" / "tokenizer.json"))
     tokenizer.enable_truncation(max_length)
-    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)  # to the batch's longest text
+    pad_id = tokenizer.token_to_id("[PAD]") or 0
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or cores()
     options.inter_op_num_threads = 1
@@ -142,9 +147,23 @@ def ort_runner(bundle: Path, precision: str, threads: int = 0) -> Callable[[Sequ
 
     def run(batch: Sequence[str]) -> Any:
         enc = tokenizer.encode_batch(list(batch))
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-        logits = session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
+        lengths = [len(e.ids) for e in enc]
+        ids = np.full((len(enc), max(lengths)), pad_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(enc):
+            ids[row, : len(e.ids)], mask[row, : len(e.ids)] = e.ids, 1
+        parts = [
+            (
+                rows,
+                session.run(
+                    ["logits"], {"input_ids": ids[rows, :width], "attention_mask": mask[rows, :width]}
+                )[0],
+            )
+            for rows, width in length_groups(lengths, LENGTH_SPLIT_OVERHEAD_CPU)
+        ]
+        logits = np.empty((len(enc), parts[0][1].shape[1]), dtype=np.float32)
+        for rows, part in parts:
+            logits[rows] = part
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 

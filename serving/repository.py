@@ -23,14 +23,13 @@ import contextlib
 import datetime as dt
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from serving import manifest as mf
 from serving.bundle import Bundle, load_bundle
 from serving.config import (
-    TRT_CACHE_PATH,
     DynamicBatching,
     InstanceGroup,
     ModelConfig,
@@ -42,6 +41,7 @@ from serving.config import (
     WarmupInput,
 )
 from serving.errors import ConfigError
+from serving.options import Backend, BuildOptions  # noqa: F401 (Backend: the name importers use)
 
 ENDPOINT = "sentiment"
 ENSEMBLE = ENDPOINT  # the name clients call (it was an ensemble; kept for importers)
@@ -53,98 +53,6 @@ MONITORING_SOURCES = Path(__file__).resolve().parent.parent / "monitoring"
 MONITORING_MODULES = ("__init__.py", "environment.py", "records.py")
 # Keep the version before the newest loaded: requests can still pin it while a rollout is judged.
 KEEP_VERSIONS = 2
-
-Backend = Literal["onnxruntime", "python"]
-Precision = Literal["fp32", "int8"]
-Topology = Literal["bls", "fused"]
-
-
-def _cores() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuildOptions:
-    backend: Backend = "python"
-    """onnxruntime: Triton's ORT backend (NVIDIA images); python: the same classifier run by the python backend."""
-    precision: Precision = "fp32"
-    """int8 serves the bundle's model.int8.onnx (dynamic quantization) as model.onnx."""
-    max_batch_size: int = 64
-    queue_delay_us: int = 5000
-    """Batching window of `sentiment`, where requests of any length merge. From the sweep in
-    benchmarks/serve.py: with 2 endpoint instances it cleared the batch target with margin (batch 8 at
-    concurrency 8) and p99 in every run; the fastest pick moves between runs within the noise (README)."""
-    classifier_queue_delay_us: int = 0
-    """Window of the classifier's own batcher, which merges already-batched calls of the sentiment instances
-    only when their lengths match: waiting there buys little (0 on CPU)."""
-    endpoint_instances: int | None = None
-    """`sentiment` instances; None = per topology: bls 2 (two pipeline tokenizing/answering with the
-    classifier's run, and with the window above each still gathers batches), fused `instances` (the
-    endpoint runs the graph itself, so it is counted like the classifier: one per node on CPU, its ORT
-    threads take every core; the sweep in serving/README.md)."""
-    instances: int = 1
-    """Classifier instances. One per node on CPU: its ORT threads already take every core."""
-    intra_op_threads: int = 0
-    """ONNX Runtime threads per classifier instance; 0 = cores // instances (no oversubscription)."""
-    ort_spinning: bool = False
-    """Python stand-in only: let ORT's idle threads spin (lower latency on dedicated cores)."""
-    gpu: bool = False
-    """Production GPU nodes: KIND_GPU instances and the TensorRT execution accelerator (onnxruntime backend)."""
-    trt_cache_path: str = TRT_CACHE_PATH
-    """GPU only: where TensorRT keeps engines and its timing cache (a volume in the pod: a restart or a new
-    shape within the profile reuses them instead of rebuilding)."""
-    max_text_bytes: int = 65536
-    pad_to_multiple_of: int | None = None
-    """Round padded lengths up to a multiple of this; None = 16 with gpu (fewer shapes for TensorRT, and
-    padding is nearly free on a GPU), 1 on CPU (padded positions cost CPU; serving/README.md)."""
-    topology: Topology | None = None
-    """bls: `sentiment` calls `classifier` (BLS). fused: `sentiment` runs its own copy of the graph with ONNX
-    Runtime in-process (one python hop instead of two). None = per backend: fused with the python backend
-    (the local CPU stand-in: a lower overhead over raw ONNX Runtime than bls in every side-by-side run of
-    benchmarks/serve.py), bls with the onnxruntime backend (production: the classifier is native there,
-    so bls already has one python hop). Numbers in serving/README.md. `classifier` is built either way
-    (production's shape, pins)."""
-
-    def __post_init__(self) -> None:
-        # Defaults that depend on other fields are resolved here, once, so the manifest stores them.
-        if self.topology is None:
-            object.__setattr__(self, "topology", "fused" if self.backend == "python" else "bls")
-        if self.endpoint_instances is None:
-            default = self.instances if self.topology == "fused" else 2
-            object.__setattr__(self, "endpoint_instances", default)
-        if self.backend not in ("onnxruntime", "python"):
-            raise ConfigError(f"backend {self.backend!r}: use onnxruntime (NVIDIA image) or python (local)")
-        if self.precision not in ("fp32", "int8"):
-            raise ConfigError(f"precision {self.precision!r}: use fp32 or int8")
-        if self.topology not in ("bls", "fused"):
-            raise ConfigError(f"topology {self.topology!r}: use bls (endpoint -> classifier) or fused")
-        if self.topology == "fused" and self.backend != "python":
-            raise ConfigError(
-                "topology fused runs ONNX Runtime inside the python endpoint: it needs backend python "
-                "(production uses bls with the onnxruntime backend)"
-            )
-        if self.gpu and self.backend != "onnxruntime":
-            raise ConfigError(
-                "gpu=True needs backend onnxruntime (the python stand-in runs ONNX Runtime on CPU)"
-            )
-        if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
-            raise ConfigError("pad_to_multiple_of must be >= 1 (1 = pad to the longest text only)")
-        for name in ("max_batch_size", "instances", "endpoint_instances", "max_text_bytes"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1")
-        for name in ("queue_delay_us", "classifier_queue_delay_us", "intra_op_threads"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0")
-
-    def threads(self) -> int:
-        """ORT intra-op threads per classifier instance: the cores shared out, never more threads than cores."""
-        return self.intra_op_threads or max(1, _cores() // self.instances)
-
-    def endpoint_threads(self) -> int:
-        """fused: ORT threads per endpoint instance, the cores shared out among the endpoint's instances."""
-        return self.intra_op_threads or max(1, _cores() // int(self.endpoint_instances or 1))
 
 
 def tensorrt_profile(options: BuildOptions, max_length: int) -> TensorRTProfile:
@@ -225,6 +133,11 @@ def model_configs(
         parameters={
             "max_text_bytes": str(options.max_text_bytes),
             "pad_to_multiple_of": str(options.pad_to_multiple_of or (16 if options.gpu else 1)),
+            **(
+                {"length_split_overhead_tokens": f"{options.length_split_overhead:g}"}
+                if (options.length_split_overhead or 0) >= 0
+                else {}
+            ),
             **(
                 {
                     "topology": "fused",
@@ -331,7 +244,8 @@ def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOption
         # Both backends' files in every version: switching --backend later re-renders only config.pbtxt.
         shutil.copy2(MODEL_SOURCES / "classifier.py", cls / "model.py")
         for path in staged.values():
-            shutil.copy2(MODEL_SOURCES / "sentiment_common.py", path / "sentiment_common.py")
+            for helper in ("sentiment_common.py", "batching.py"):
+                shutil.copy2(MODEL_SOURCES / helper, path / helper)
         for name, path in staged.items():
             path.rename(repo / name / str(version))
         if options.topology == "fused":

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from batching import length_groups
 from sentiment_common import invalid_argument, ort_session, parameters
 from tokenizers import Tokenizer
 
@@ -44,6 +45,11 @@ class TritonPythonModel:
         self.max_text_bytes = int(params.get("max_text_bytes", "65536"))
         # Lengths round up to a multiple of this: a GPU engine then sees a few shapes, not every length.
         self.multiple = max(1, int(params.get("pad_to_multiple_of", "1")))
+        # A call's fixed cost in token-equivalents: the batch runs as length-sorted sub-batches when they cost
+        # less than padding every text to the longest (batching.py); unset: one padded batch (GPU: padding is
+        # nearly free there).
+        overhead = params.get("length_split_overhead_tokens", "")
+        self.split_overhead = float(overhead) if overhead else None
         self.input_name = config["input"][0]["name"]
         tokenizer_dir = os.path.join(version_dir, "tokenizer")
         self.tokenizer = Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
@@ -99,7 +105,21 @@ class TritonPythonModel:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1
-        return ids, mask
+        return ids, mask, [len(e.ids) for e in encodings]
+
+    def _batch_logits(self, ids, mask, lengths):
+        """The batch's logits (float64), run as the length-sorted sub-batches `length_groups` cuts."""
+        groups = length_groups(lengths, self.split_overhead, self.multiple)
+        if len(groups) == 1:
+            return self._logits(ids, mask).astype(np.float64)
+        out = None
+        for rows, length in groups:
+            width = min(length, ids.shape[1])
+            part = self._logits(ids[rows, :width], mask[rows, :width])
+            if out is None:
+                out = np.empty((len(lengths), part.shape[1]), dtype=np.float64)
+            out[rows] = part
+        return out
 
     def _logits(self, ids, mask):
         """One BLS call to the pinned classifier version; raises pb_utils.TritonModelException on failure."""
@@ -137,9 +157,9 @@ class TritonPythonModel:
             raws.append(raw)
         if not texts:
             return responses
-        ids, mask = self._tokens(texts)
+        ids, mask, lengths = self._tokens(texts)
         try:
-            logits = self._logits(ids, mask).astype(np.float64)
+            logits = self._batch_logits(ids, mask, lengths)
         except Exception as exc:  # a classifier failure fails this batch's requests, not the server
             for i, _, _ in owners:
                 responses[i] = pb_utils.InferenceResponse(

@@ -89,3 +89,17 @@ def test_bls_versions_answer_through_the_classifier_of_their_own_build(bls, tiny
     np.testing.assert_allclose(v1, int8, atol=gap / 5)  # v1's steps.json pins classifier version 1
     np.testing.assert_allclose(v2, fp32, atol=gap / 5)
     assert classifier_calls(bls.http_url) == before + 2  # one BLS call per endpoint execution
+
+
+@pytest.mark.integration
+def test_a_batch_of_very_different_lengths_runs_as_sub_batches_with_the_same_answers(
+    bls, tiny_bundle: Path
+) -> None:
+    """Three short texts and one at max_length: padding the short ones to it costs more than a second call at
+    the CPU default (length_split_overhead 32): two classifier calls, and the answers of one padded batch."""
+    texts = ["ok", "ok then", "fine", "a long and winding review of a film " * 10]
+    assert "length_split_overhead_tokens" in (bls.repo / "sentiment" / "config.pbtxt").read_text()
+    before = classifier_calls(bls.http_url)
+    got = versioned(bls.http_url, "2", texts)  # fp32: padding and masking change nothing but the cost
+    assert classifier_calls(bls.http_url) == before + 2
+    np.testing.assert_allclose(got, expected(tiny_bundle, "model.onnx", texts), atol=1e-5)

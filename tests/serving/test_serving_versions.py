@@ -31,13 +31,13 @@ def live(repo: Path, triton_factory) -> Iterator:
     yield from triton_factory(repo)
 
 
-def expected(bundle: Path, model_file: str) -> np.ndarray:
+def expected(bundle: Path, model_file: str, texts: list[str] = TEXTS) -> np.ndarray:
     import transformers
 
     from training.export import onnx_logits
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(bundle / "tokenizer")
-    logits = onnx_logits(bundle / model_file, tokenizer, TEXTS, 32).astype(np.float64)
+    logits = onnx_logits(bundle / model_file, tokenizer, texts, 32).astype(np.float64)
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
@@ -73,11 +73,11 @@ def test_pin_rolls_back_to_the_previous_version_and_unpin_restores(
         np.testing.assert_allclose(served(), fp32, atol=1e-4)
 
 
-def versioned(url: str, version: str) -> np.ndarray:
+def versioned(url: str, version: str, texts: list[str] = TEXTS) -> np.ndarray:
     import tritonclient.http as http
 
-    text = http.InferInput("TEXT", [len(TEXTS), 1], "BYTES")
-    text.set_data_from_numpy(np.array([[t.encode()] for t in TEXTS], dtype=object))
+    text = http.InferInput("TEXT", [len(texts), 1], "BYTES")
+    text.set_data_from_numpy(np.array([[t.encode()] for t in texts], dtype=object))
     result = http.InferenceServerClient(url).infer("sentiment", [text], model_version=version)
     return result.as_numpy("PROBABILITIES").astype(np.float64)
 
