@@ -10,7 +10,9 @@ Writes reports/bench/policy.json:
   Configure, ConfigureStack, Analyze per resource, AnalyzeStack, stop), and gRPC resources/s;
 - `in_process_resources_per_s`: the same rules evaluated in-process (no gRPC, no serialisation), the
   floor the protocol overhead is measured against.
-Numbers on 2 shared cores are noisy: one run each.
+Numbers on 2 shared cores are noisy: one run each. The plans are the ones `make policy` would analyse: the same
+checks as `python -m policies.analyze` (a copied or renamed plan, two plans of one stack, a `*.json` that is no
+plan) refuse the run (exit 2) before the pack starts, as the gate would.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -40,10 +43,11 @@ def run(plans_dir: Path) -> dict[str, Any]:
     paths = sorted(plans_dir.glob("*.json"))
     if not paths:
         raise SystemExit(f"no plans in {plans_dir}: run `python -m infra.plan --out {plans_dir}` first")
+    # A copied plan (prod.json holding dev) was measured as a second "dev", and prod not at all.
+    plans = analyze.load_plans(paths)
     stacks: list[dict[str, Any]] = []
     starts = []
-    for path in paths:
-        plan = analyze.load_plan(path)
+    for plan in plans:
         starts.append(_pack_start(plan))
         t0 = time.perf_counter()
         result = analyze.analyze_plan(plan)
@@ -81,7 +85,11 @@ def main() -> None:
     parser.add_argument("--plans", type=Path, default=Path("reports/plan"))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    result = run(args.plans)
+    try:
+        result = run(args.plans)
+    except analyze.PlanError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))

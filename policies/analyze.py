@@ -21,10 +21,8 @@ import datetime as dt
 import difflib
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,16 +41,11 @@ from policies.process import (
     start_pack,
     stop_pack_on_sigterm,
 )
+from policies.results import RESULT_SCHEMA, plan_record, prune_stale_results, write_atomically
 from policies.rules import ALL_RULES
 
 REPO_ROOT = PACK_DIR.parent
 CLOUDS = ("aws", "gcp", "azure")
-RESULT_SCHEMA = "policies.analyze/stack-result-v1"
-"""The `schema` of every <stack>.json this runner writes: how a later run knows a file is its own result."""
-# A result written before the marker existed: these keys, and `stack` equal to the file name.
-_LEGACY_RESULT_KEYS = frozenset(
-    {"stack", "plan", "plan_sha256", "violations", "waived", "policies", "evaluated"}
-)
 
 __all__ = [
     "PACK_DIR",
@@ -61,9 +54,11 @@ __all__ = [
     "PackProcess",
     "Plan",
     "PlanError",
+    "RESULT_SCHEMA",
     "StackResult",
     "analyze_plan",
     "load_plan",
+    "load_plans",
     "mandatory",
     "pack_config",
     "pack_python",
@@ -109,9 +104,10 @@ def write_result(
         "stack": plan.stack,
         "cloud": plan.cloud,
         "environment": plan.environment,
-        "plan": str(plan.path),
+        # plan, plan_file, plan_sha256: which plan this judged; a later run into the same folder keeps this
+        # result while that file is unchanged (policies/results.py).
+        **plan_record(plan.path, plan.sha256 or _file_sha256(plan.path)),
         "pack": result.pack,
-        "plan_sha256": hashlib.sha256(plan.path.read_bytes()).hexdigest() if plan.path.is_file() else "",
         # Every unwaived finding, undetermined checks included (flagged), so readers of "violations"
         # (the promotion gate) fail closed too; "undetermined" lists the checks that could not decide.
         "violations": kept,
@@ -133,47 +129,8 @@ def write_result(
     return doc
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """The promotion gate, the demo and reviewers read what the runner and the report write: a run that is
-    interrupted, or fails to write (disk full), or runs beside another one, leaves either the previous
-    complete file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the result from CI's other users
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _own_result(path: Path) -> bool:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    if not isinstance(doc, dict) or doc.get("stack") != path.stem:
-        return False
-    return doc.get("schema") == RESULT_SCHEMA or doc.keys() >= _LEGACY_RESULT_KEYS
-
-
-def prune_stale_results(out_dir: Path, stacks: Sequence[str]) -> list[Path]:
-    """Remove the results of stacks this run did not analyse: the promotion gate and the demo read any
-    <stack>.json in the folder as current. Only files this runner wrote (its `schema` marker, or the shape it
-    wrote before the marker) go; anything else in the folder is left as it is."""
-    removed = []
-    for path in sorted(out_dir.glob("*.json")):
-        if path.stem in stacks or not path.is_file() or not _own_result(path):
-            continue
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            raise PlanError(f"{path}: cannot remove the result of a stack not in this run ({err})") from err
-        removed.append(path)
-    return removed
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
 def mandatory(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -189,17 +146,13 @@ def run(
     waivers_path: Path = waivers_mod.WAIVERS_FILE,
     today: dt.date | None = None,
     python: Path | None = None,
+    plans_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
-    plans = [load_plan(p) for p in plan_paths]  # validate every input before starting anything
-    seen: dict[str, Path] = {}
-    for plan in plans:
-        if plan.stack in seen:
-            if plan.path.resolve() == seen[plan.stack].resolve():
-                raise PlanError(f"{plan.path} is given twice; name each plan once")
-            # Both would write <out>/<stack>.json: the second result would silently replace the first.
-            raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
-        seen[plan.stack] = plan.path
-    _check_file_names(plans, out_dir)
+    """`plans_dir`: the plans of this run are all the plans of that folder (`policies.report --plans`), so a
+    result in `out_dir` of a stack with no plan there is stale. Without it, the result of a stack not in this
+    run stays while the plan it judged is unchanged (policies/results.py)."""
+    plans = load_plans(plan_paths)  # validate every input before starting anything
+    _note_result_names(plans, out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
     overrides = _load_config(config_path) if config_path is not None else {}
@@ -222,11 +175,29 @@ def run(
         except OSError as err:
             raise PlanError(f"{out_dir}: cannot write the result of stack {plan.stack} ({err})") from err
     # Only once every result of this run is written: a failed run leaves the folder as the last good one did.
-    for path in prune_stale_results(out_dir, [plan.stack for plan in plans]):
-        print(
-            f"removed {path}: stack {path.stem} was not in this run (its result was stale)", file=sys.stderr
-        )
+    prune_stale_results(
+        out_dir,
+        [plan.stack for plan in plans],
+        project=project_stacks(),
+        complete=None if plans_dir is None else f"--plans {plans_dir} holds no plan of it",
+    )
     return docs
+
+
+def load_plans(plan_paths: Sequence[Path]) -> list[Plan]:
+    """The plans of one run, refused as a whole (PlanError) if one is bad, two are of one stack (both would
+    write <stack>.json: the second result would silently replace the first), or one is named after another
+    stack of the project."""
+    plans = [load_plan(p) for p in plan_paths]
+    seen: dict[str, Path] = {}
+    for plan in plans:
+        if plan.stack in seen:
+            if plan.path.resolve() == seen[plan.stack].resolve():
+                raise PlanError(f"{plan.path} is given twice; name each plan once")
+            raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
+        seen[plan.stack] = plan.path
+    _check_file_names(plans)
+    return plans
 
 
 def project_stacks(*roots: Path) -> set[str]:
@@ -240,23 +211,27 @@ def project_stacks(*roots: Path) -> set[str]:
     return stacks
 
 
-def _check_file_names(plans: Sequence[Plan], out_dir: Path) -> None:
+def _check_file_names(plans: Sequence[Plan]) -> None:
     """infra.plan writes each plan as <stack>.json and the result takes the plan's `stack`. A plan named after
     another stack of the project (prod.json holding "dev": copied or renamed) was analysed as that other stack
     in silence, and the named stack got no result (or, pruned, lost the one it had). Any other name is fine
-    (plan.json, a test's good.json): the runner says where its result goes."""
+    (plan.json, a test's good.json): run() says where its result goes."""
     stacks = project_stacks()
     for plan in plans:
         name = plan.path.stem
-        if name == plan.stack:
-            continue
-        if name in stacks:
+        if name != plan.stack and name in stacks:
             raise PlanError(
                 f"{plan.path} holds the plan of stack {plan.stack!r}, not of stack {name!r} (Pulumi.{name}.yaml): "
                 f"a copied or renamed plan; its result would be {plan.stack}.json and stack {name!r} would "
                 f"have none. Render it again (`python -m infra.plan --stack {name} --out {plan.path.parent}`) "
                 f"or name the file {plan.stack}.json"
             )
+
+
+def _note_result_names(plans: Sequence[Plan], out_dir: Path) -> None:
+    for plan in plans:
+        if plan.path.stem == plan.stack:
+            continue
         print(
             f"note: {plan.path} holds the plan of stack {plan.stack!r}: its result is "
             f"{out_dir / (plan.stack + '.json')}",

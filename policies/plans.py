@@ -6,6 +6,8 @@ references) and the provider each resource uses. No gRPC here: tests and the rep
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -39,6 +41,8 @@ class Plan:
     environment: str
     region: str
     resources: list[dict[str, Any]]
+    sha256: str = ""
+    """Of the bytes analysed (load_plan); "" for a plan made in memory."""
 
 
 def load_plan(path: Path) -> Plan:
@@ -49,12 +53,14 @@ def load_plan(path: Path) -> Plan:
             f"{path}: no such plan file (generate plans with `python -m infra.plan --out reports/plan`)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+        # One read: the hash a result records is of the bytes judged, even if the file is rewritten mid-run.
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError) as err:
         raise PlanError(f"{path}: cannot read the plan ({err}); infra.plan writes UTF-8 JSON") from err
     except (json.JSONDecodeError, ValueError) as err:
         raise PlanError(f"{path}: not valid JSON ({err})") from err
-    return plan_from_dict(data, path)
+    return dataclasses.replace(plan_from_dict(data, path), sha256=hashlib.sha256(raw).hexdigest())
 
 
 def _other_document(data: dict[str, Any]) -> str:

@@ -111,6 +111,7 @@ def build(
         waivers_path=waivers_path,
         today=today,
         python=python,
+        plans_dir=plans_dir,  # every plan of the folder: a result of a stack with none there is stale
     )
     if with_checkov:
         findings, summary, note = run_checkov(plan_paths, out)

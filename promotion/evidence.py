@@ -171,25 +171,36 @@ def _plan_now(report: Document | None) -> tuple[str | None, str | None]:
             None,
             "the report names no plan and plan_sha256 (made before they were recorded: run `make policy`)",
         )
-    for where in plan_candidates(plan, report.uri):
+    plan_file = report.data.get("plan_file")
+    candidates = plan_candidates(plan, report.uri, plan_file if isinstance(plan_file, str) else None)
+    for where in candidates:
         raw = read_bytes(where)
         if raw is not None:
             return sha256(raw), None
     return None, (
-        f"its plan {plan} is not on this machine (looked in {', '.join(plan_candidates(plan, report.uri))}): "
+        f"its plan {plan} is not on this machine (looked in {', '.join(candidates)}): "
         "run where `make plan` rendered it, or pass the report of the plan you deploy"
     )
 
 
-def plan_candidates(plan: str, report_uri: str) -> list[str]:
-    """Where the plan a report names may be. policies.analyze records the path as it was given, so a relative one
-    is relative to the folder analyze ran in: `make policy` runs at the repository root and writes the reports
-    under it (reports/policy/<stack>.json names reports/plan/<stack>.json), so that folder is one of the report's
-    own ancestors, nearest first; the working directory comes last (analyze and promotion run in one folder)."""
+def plan_candidates(plan: str, report_uri: str, plan_file: str | None = None) -> list[str]:
+    """Where the plan a report names may be. `plan_file`, the absolute path policies.analyze records since it
+    keeps other stacks' results (policies/results.py), comes first. `plan` is the path as it was given, so a
+    relative one is relative to the folder analyze ran in: `make policy` runs at the repository root and writes
+    the reports under it (reports/policy/<stack>.json names reports/plan/<stack>.json), so that folder is one of
+    the report's own ancestors, nearest first; the working directory comes last (analyze and promotion run in one
+    folder). The report itself is never its plan: `analyze dev.json --out ../policy` run in reports/plan names
+    `dev.json`, which the report's own folder would otherwise resolve to the report, read as a changed plan."""
+    found: list[str] = [plan_file] if plan_file and "://" not in report_uri else []
     if "://" in plan or Path(plan).is_absolute():
-        return [plan]
-    found: list[str] = []
-    if "://" not in report_uri:
-        found = [str(folder / plan) for folder in Path(report_uri).resolve().parents]
-    here = str(Path(plan).resolve())
-    return [*(f for f in found if f != here), here]
+        found.append(plan)
+    else:
+        if "://" not in report_uri:
+            found += [str(folder / plan) for folder in Path(report_uri).resolve().parents]
+        found.append(str(Path(plan).resolve()))
+    itself = str(Path(report_uri).resolve()) if "://" not in report_uri else report_uri
+    unique: list[str] = []
+    for where in found:
+        if where not in unique and where != itself:
+            unique.append(where)
+    return unique

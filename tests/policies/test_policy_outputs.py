@@ -39,15 +39,20 @@ def test_a_run_over_fewer_stacks_removes_only_its_own_stale_results(
     tmp_path: Path, pack_python: Path
 ) -> None:
     """A run over dev alone left an earlier run's prod.json beside it, which the promotion gate of prod and the
-    demo read as current. Files the runner did not write stay."""
+    demo read as current, though its plan had changed since. Files the runner did not write stay."""
     plan, out = tmp_path / "dev.json", tmp_path / "out"
     plan.write_text(json.dumps(fx.aws_stack()))
     first = _run("policies.analyze", str(plan), "--out", str(out), pack_python=pack_python)
     assert first.returncode in (0, 1), first.stderr
     dev = json.loads((out / "dev.json").read_text())
-    (out / "prod.json").write_text(json.dumps({**dev, "stack": "prod"}))  # an earlier run's result
-    legacy = {k: v for k, v in dev.items() if k != "schema"}  # written before the marker existed
-    (out / "staging.json").write_text(json.dumps({**legacy, "stack": "staging"}))
+    # An earlier run's results whose plans changed since (prod) or are gone (staging): stale.
+    prod_plan = tmp_path / "prod.json"
+    prod_plan.write_text(json.dumps(fx.aws_stack("prod", "prod")))
+    stale = {"plan": str(prod_plan), "plan_file": str(prod_plan), "plan_sha256": "0" * 64}
+    (out / "prod.json").write_text(json.dumps({**dev, "stack": "prod", **stale}))
+    legacy = {k: v for k, v in dev.items() if k not in ("schema", "plan_file")}  # before the marker existed
+    gone = {"plan": str(tmp_path / "staging.json")}
+    (out / "staging.json").write_text(json.dumps({**legacy, "stack": "staging", **gone}))
     foreign = {
         "notes.json": '{"stack": "notes"}',  # not a result: lacks what the runner writes
         "other.json": json.dumps({**dev, "stack": "someone-else"}),  # its stack is not its name
@@ -60,7 +65,14 @@ def test_a_run_over_fewer_stacks_removes_only_its_own_stale_results(
     assert again.returncode == first.returncode, again.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(["dev.json", *foreign])
     assert {n: (out / n).read_text() for n in foreign} == foreign
-    assert f"removed {out / 'prod.json'}: stack prod was not in this run" in again.stderr
+    assert (
+        f"removed {out / 'prod.json'}: stack prod was not in this run and its plan {prod_plan} changed since "
+        "it was analysed (plan_sha256 differs)"
+    ) in again.stderr
+    assert (
+        f"removed {out / 'staging.json'}: stack staging was not in this run and its plan "
+        f"{tmp_path / 'staging.json'} is gone"
+    ) in again.stderr
     assert json.loads((out / "dev.json").read_text())["schema"] == "policies.analyze/stack-result-v1"
 
 

@@ -13,16 +13,14 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import policy_fixtures as fx
 import pytest
 import yaml
+from policy_cli import analyze_cli
 
 from policies.analyze import PACK_DIR, analyze_plan, plan_from_dict
 
@@ -47,27 +45,12 @@ def _mutant(stack: str, environment: str) -> dict[str, Any]:
 
 
 def test_offline_gate_fails_closed_on_undetermined(tmp_path: Path, pack_python: Path) -> None:
-    plan = tmp_path / "prod.json"
-    plan.write_text(json.dumps(_mutant("prod", "prod")))
-    waivers = tmp_path / "waivers.yaml"  # the gate's own waivers: none, so both SGs count
-    waivers.write_text("waivers: []\n")
-    env = {**os.environ, "POLICY_PACK_PYTHON": str(pack_python)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policies.analyze",
-            str(plan),
-            "--out",
-            str(tmp_path / "out"),
-            "--waivers",
-            str(waivers),
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = analyze_cli(
+        tmp_path,
+        {"waivers": []},  # the gate's own waivers: none, so both SGs count
+        plan=_mutant("prod", "prod"),
+        plan_name="prod.json",
+        env={"POLICY_PACK_PYTHON": str(pack_python)},
         timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr

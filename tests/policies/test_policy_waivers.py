@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import policy_fixtures as fx
 import pytest
-import yaml
+from policy_cli import analyze_cli
 
 from policies import waivers
 from policies.rules import ALL_RULES
 
 TODAY = dt.date(2026, 12, 2)
 RULES = [r.name for r in ALL_RULES]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def entry(**change: Any) -> dict[str, Any]:
@@ -98,32 +93,6 @@ def test_expired_and_unused_waivers_are_listed() -> None:
 
 def test_committed_waivers_are_valid_today() -> None:
     waivers.load(rules=RULES, today=dt.date.today())
-
-
-def analyze_cli(tmp_path: Path, waivers_doc: Any) -> subprocess.CompletedProcess[str]:
-    """`python -m policies.analyze` on a dev plan with these waivers; a pack that cannot start, since waivers
-    are validated before it."""
-    plan, path = tmp_path / "dev.json", tmp_path / "waivers.yaml"
-    plan.write_text(json.dumps(fx.aws_stack()))
-    path.write_text(yaml.safe_dump(waivers_doc, sort_keys=False))
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policies.analyze",
-            str(plan),
-            "--out",
-            str(tmp_path / "out"),
-            "--waivers",
-            str(path),
-        ],
-        cwd=REPO,
-        env={**os.environ, "POLICY_PACK_PYTHON": "/nonexistent"},  # validation comes before the pack
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
 
 
 def test_cli_exits_2_on_a_waiver_naming_no_rule(tmp_path: Path) -> None:

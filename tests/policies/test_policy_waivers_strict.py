@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_policy_waivers import analyze_cli
+from policy_cli import analyze_cli
 from test_policy_waivers import entry as valid_entry
 
 from policies import waivers

@@ -81,3 +81,30 @@ def test_a_report_without_plan_fields_says_it_was_not_compared(evidence_files: d
     )
     assert evidence.policy_plan_sha256 is None
     assert evidence.policy_plan_note and "names no plan" in evidence.policy_plan_note
+
+
+@pytest.mark.integration
+def test_a_plan_named_like_its_report_is_not_taken_for_the_report(
+    evidence_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """`python -m policies.analyze dev.json --out ../policy` run in reports/plan records the plan as `dev.json`:
+    looked up from the report's own folder, that path is the report itself, which the gate hashed as "the plan"
+    and failed as stale. The result's absolute `plan_file` comes first, and the report is never its own plan."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    done = _run("infra.plan", "--stack", "dev", "--out", "reports/plan", cwd=checkout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plans = checkout / "reports" / "plan"
+    done = _run("policies.analyze", "dev.json", "--out", "../policy", cwd=plans)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = checkout / "reports" / "policy" / "dev.json"
+    assert json.loads(report.read_text())["plan"] == "dev.json"
+
+    fresh = _policy_gate(evidence_files, report, tmp_path / "store", tmp_path)
+    assert "PASS" in fresh and "not checked" not in fresh, fresh
+
+    doc = json.loads(report.read_text())
+    del doc["plan_file"]  # a result written before plan_file: the report is still never read as its plan
+    report.write_text(json.dumps(doc))
+    older = _policy_gate(evidence_files, report, tmp_path / "store", tmp_path)
+    assert "stale" not in older, older
