@@ -98,9 +98,19 @@ def load_bundle(path: str | Path) -> Bundle:
         labels = json.loads((path / "labels.json").read_text())
     except json.JSONDecodeError as exc:
         raise BundleError(f"{path}: unreadable JSON ({exc}); re-run the export") from exc
-    if metadata.get("format_version") != SUPPORTED_FORMAT:
+    if not isinstance(metadata, dict):
+        raise BundleError(f"{path}/metadata.json is not a JSON object: re-run the export")
+    found = metadata.get("format_version")
+    # Newer: "export it again" would make the same bundle; the fix is a serving that reads it.
+    if type(found) is int and found > SUPPORTED_FORMAT:
         raise BundleError(
-            f"{path}: bundle format_version {metadata.get('format_version')!r}, this serving reads "
+            f"{path}: bundle format_version {found} comes from a newer training export; this serving reads "
+            f"format {SUPPORTED_FORMAT}: build it with a serving that reads format {found}, or export the "
+            "model with this repository's `python -m training export`"
+        )
+    if found != SUPPORTED_FORMAT:
+        raise BundleError(
+            f"{path}: bundle format_version {found!r}, this serving reads "
             f"{SUPPORTED_FORMAT}: export it again with the matching training version"
         )
     names = tuple(i.get("name") for i in metadata.get("inputs", []))

@@ -45,6 +45,9 @@ MANIFEST = "repository.json"
 LOCK = ".repository.lock"
 PENDING = ".build-pending.json"
 STAGED = re.compile(r"\.\d+\.tmp")  # a build's staging folder, REPO/<model>/.N.tmp
+# 2: the manifest states its format (manifests without one are 1; their options mean what
+# serving.options.ABSENT_MEANS says). Bump it when an older serving would misread what this one writes.
+FORMAT_VERSION = 2
 
 
 @contextlib.contextmanager
@@ -86,6 +89,15 @@ def read_manifest(repo: str | Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(manifest, dict) or not isinstance(manifest.get("versions"), dict):
         raise ConfigError(f"{path} has no 'versions' object: it is not a serving repository manifest")
+    found = manifest.get("format_version", 1)
+    if type(found) is not int or found < 1:
+        raise ConfigError(f"{path}: format_version {found!r} is not a repository format: restore the file")
+    if found > FORMAT_VERSION:
+        # A pin or build here would rewrite it in this older format, dropping what the newer serving recorded.
+        raise ConfigError(
+            f"{path} is repository format {found}, written by a newer serving; this one reads formats 1 to "
+            f"{FORMAT_VERSION}: build, pin or serve it with a serving (image) that reads format {found}"
+        )
     return manifest
 
 
@@ -94,6 +106,7 @@ def versions(repo: str | Path) -> list[int]:
 
 
 def write_manifest(repo: Path, manifest: dict[str, Any]) -> None:
+    manifest["format_version"] = FORMAT_VERSION
     atomic_write(repo / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 

@@ -5,8 +5,8 @@ fields are resolved once, in `__post_init__`; the numbers behind each default ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from serving.config import TRT_CACHE_PATH
 from serving.errors import ConfigError
@@ -14,7 +14,23 @@ from serving.errors import ConfigError
 Backend = Literal["onnxruntime", "python"]
 Precision = Literal["fp32", "int8"]
 Topology = Literal["bls", "fused"]
+# A sub-batch call's fixed cost on CPU in token-equivalents (BuildOptions.length_split_overhead), measured rather
+# than guessed: `python -m benchmarks.serve_split` reruns the comparison, reports/bench/serve_split.json holds
+# the last run, whose `status` checks this value.
 LENGTH_SPLIT_OVERHEAD_CPU = 16.0
+
+# What a manifest written before a field existed means by its absence: how the serving that wrote it behaved,
+# not today's default (a pin or a `serve` recovery re-renders every config from the stored options, so today's
+# default would silently change a built repository). Adding a field whose default is not the old behaviour
+# means adding it here.
+ABSENT_MEANS: dict[str, Any] = {
+    "topology": "bls",  # before ba82b40 the endpoint always called the classifier (fused is 004cce2's default)
+    "length_split_overhead": -1.0,  # before ddc8f8b every dynamic batch ran as one padded call
+}
+# Options of layouts this serving no longer builds or serves, with what they were.
+RETIRED = {
+    "preprocess_queue_delay_us": "the first serving's ensemble (preprocess -> classifier -> postprocess models)",
+}
 
 
 def _cores() -> int:
@@ -61,9 +77,10 @@ class BuildOptions:
     """`sentiment` runs each dynamic batch as length-sorted sub-batches when a call (costed at this many
     token-equivalents) is cheaper than the padding it saves (serving/models/batching.py). None = per device:
     LENGTH_SPLIT_OVERHEAD_CPU on CPU, off (-1) with gpu, where padding is nearly free. A negative value turns
-    it off. 16: ONNX Runtime CPU ms per text at batches of 8 of the test split (demo model), one padded batch
-    vs sub-batches, interleaved, three runs: 16 best or within 3% of it at 1 and 2 threads, fp32 and int8
-    (-20 to -27%; serving/README.md)."""
+    it off. 16: benchmarks/serve_split.py (reports/bench/serve_split.json): ONNX Runtime CPU ms per text on
+    batches of 8 of the test split (demo model), costs 0-32 and one padded batch interleaved per batch, at 1
+    and 2 threads, fp32 and int8: 16 best or within 3% of the best cost in each (1.9% at most), -18 to -25%
+    vs one padded batch (serving/README.md)."""
     topology: Topology | None = None
     """bls: `sentiment` calls `classifier` (BLS). fused: `sentiment` runs its own copy of the graph with ONNX
     Runtime in-process (one python hop instead of two). None = per backend: fused with the python backend
@@ -112,3 +129,30 @@ class BuildOptions:
     def endpoint_threads(self) -> int:
         """fused: ORT threads per endpoint instance, the cores shared out among the endpoint's instances."""
         return self.intra_op_threads or max(1, _cores() // int(self.endpoint_instances or 1))
+
+
+def stored_options(stored: Any, where: str) -> BuildOptions:
+    """The options a manifest (`where`) recorded, as the serving that wrote them meant them (ABSENT_MEANS).
+
+    A key this serving does not know was written by a newer one (or an ensemble-era one, RETIRED): refused by
+    name, since guessing what it meant would render configs that serve something else."""
+    if not isinstance(stored, dict):
+        raise ConfigError(f"{where}: 'options' is {type(stored).__name__}, not the build options object")
+    retired = sorted(k for k in stored if k in RETIRED)
+    if retired:
+        raise ConfigError(
+            f"{where} was written by an older serving whose layout ({RETIRED[retired[0]]}) this one neither "
+            "builds nor serves: build the bundles into a new repository folder (python -m serving build BUNDLE "
+            "NEW_REPO) and serve that"
+        )
+    known = {f.name for f in fields(BuildOptions)}
+    unknown = sorted(k for k in stored if k not in known)
+    if unknown:
+        raise ConfigError(
+            f"{where} records build options this serving does not know ({', '.join(unknown)}): a newer serving "
+            "built it. Pin or serve it with the serving (image) that built it, or a newer one"
+        )
+    try:
+        return BuildOptions(**{**{k: v for k, v in ABSENT_MEANS.items() if k not in stored}, **stored})
+    except (TypeError, ValueError) as exc:  # a hand-edited value of the wrong type
+        raise ConfigError(f"{where}: unreadable build options ({exc}): restore the file") from exc

@@ -41,7 +41,7 @@ from serving.config import (
     WarmupInput,
 )
 from serving.errors import ConfigError
-from serving.options import Backend, BuildOptions  # noqa: F401 (Backend: the name importers use)
+from serving.options import Backend, BuildOptions, stored_options  # noqa: F401 (Backend: the name importers use)
 
 ENDPOINT = "sentiment"
 ENSEMBLE = ENDPOINT  # the name clients call (it was an ensemble; kept for importers)
@@ -154,7 +154,7 @@ def model_configs(
 
 
 def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
-    options = BuildOptions(**manifest["options"])
+    options = stored_options(manifest.get("options"), str(repo / mf.MANIFEST))
     latest = str(max(int(v) for v in manifest["versions"]))
     entry = manifest["versions"][latest]
     configs = model_configs(
@@ -214,6 +214,8 @@ def _build(bundle: Bundle, repo: Path, version: int | None, options: BuildOption
         raise ConfigError("version must be >= 1")
     # Not named by a pending build (those went in _recover): Triton would serve it beside (or over) this one.
     mf.refuse_unlisted(repo, manifest, MODELS)
+    if manifest["versions"]:  # the versions kept loaded were built to these: a layout this one cannot serve
+        stored_options(manifest.get("options"), str(repo / mf.MANIFEST))
     model_file = bundle.model_file(options.precision)
     bundle.check_graph(model_file)
 

@@ -26,6 +26,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MANIFEST = "MANIFEST.json"
+# The checkpoint layout this code writes and reads (MANIFEST.json's format_version). A newer one is refused, not
+# skipped: skipped, it counted as corrupt and resume and pruning deleted it (the newer image's progress).
+FORMAT_VERSION = 1
 STEP_PREFIX = "step-"
 BEST_PREFIX = "best-"
 
@@ -149,7 +152,7 @@ def write_checkpoint(
         for part in everyone:
             merged.update(part)
         manifest = {
-            "format_version": 1,
+            "format_version": FORMAT_VERSION,
             "name": name,
             "created": time.time(),
             "files": merged,
@@ -165,6 +168,8 @@ def verify(
     """(manifest, {file: bytes}) if ``name`` is complete and its files (or ``wanted`` ones) match."""
     try:
         manifest = json.loads(store.read(f"{name}/{MANIFEST}"))
+        if isinstance(manifest, dict):  # before its files: a newer format may list them otherwise
+            check_format(manifest, f"{store.uri}/{name}")
         listed = manifest["files"]
     except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
         log.warning(
@@ -190,6 +195,19 @@ def verify(
     if wanted is None:
         store.whole[name] = frozenset(listed)
     return manifest, files
+
+
+def check_format(manifest: dict[str, Any], where: str) -> None:
+    """NewerFormatError for a checkpoint written by a newer training (mid-rollout, an older image resumed it)."""
+    found = manifest.get("format_version", FORMAT_VERSION)
+    if type(found) is int and found > FORMAT_VERSION:
+        from training.errors import NewerFormatError
+
+        raise NewerFormatError(
+            f"checkpoint {where} is checkpoint format {found}, written by a newer training image; this one "
+            f"reads format {FORMAT_VERSION}. Resume it with an image that reads format {found} (the one that "
+            "wrote it: let the rollout finish), or give this run a new checkpoint.uri. Nothing was deleted"
+        )
 
 
 def missing(listed: Any, required: tuple[str, ...]) -> list[str]:

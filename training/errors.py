@@ -30,6 +30,11 @@ class ConfigError(TrainingError, ValueError):
         super().__init__(f"config {field}: {message}")
 
 
+class NewerFormatError(TrainingError):
+    """A file written by a newer version of this repository (a checkpoint, a study) that this one would misread:
+    exit 2 naming the format it needs, before anything is read from it or deleted."""
+
+
 class EnvironmentVariableError(TrainingError, ValueError):
     """An environment variable of the container contract (training/environment.py) has a bad value: exit 2,
     as a bad config is; a retried pod would read the same value."""

@@ -20,12 +20,16 @@ import json
 import logging
 from typing import Any
 
-from training.errors import ConfigError
+from training.errors import ConfigError, NewerFormatError
 from training.rerun import decides_result, same
 
 log = logging.getLogger("training.tune")
 
 ATTR = "definition"
+# The definition's layout (its "format_version"; 1 when absent: studies from 1838c80 on). A newer tune that records
+# more of the search (a section this one would not compare) bumps it, so this one refuses instead of resuming a
+# study whose trials it cannot check.
+FORMAT_VERSION = 1
 
 
 def definition(cfg: Any, space: Any, base: Any) -> dict[str, Any]:
@@ -33,6 +37,7 @@ def definition(cfg: Any, space: Any, base: Any) -> dict[str, Any]:
     return json.loads(
         json.dumps(
             {
+                "format_version": FORMAT_VERSION,
                 "preset": cfg.preset,
                 "config": {k: v for k, v in base.flat().items() if decides_result(k)},
                 "params": {p.key: dataclasses.asdict(p) for p in space.params},
@@ -63,6 +68,20 @@ def check(study: Any, cfg: Any, space: Any, base: Any) -> None:
         # Another worker of this study (an Indexed Job's pod, a user sharing the --storage) recorded its own
         # between our read and our insert: the study searches that one, so compare with it like a resume.
         theirs = study.user_attrs[ATTR]
+    found = theirs.get("format_version", 1) if isinstance(theirs, dict) else None
+    if type(found) is not int:
+        raise ConfigError(
+            "--study-name",
+            f"study {study.study_name!r} holds an unreadable search definition (user attribute {ATTR!r}: "
+            f"{str(theirs)[:200]}): give this search its own --output (and --study-name)",
+        )
+    if found > FORMAT_VERSION:
+        raise NewerFormatError(
+            f"study {study.study_name!r} records its search in definition format {found!r}, written by a newer "
+            f"training; this one reads format {FORMAT_VERSION} and cannot check that this run searches the same: "
+            f"run `tune` for this study with an image that reads format {found}, or give this search its own "
+            "--output (and --study-name when the --storage is shared)"
+        )
     diffs = differences(theirs, mine)
     if not diffs:
         return

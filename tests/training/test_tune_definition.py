@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.training.test_tune import lr_space, space, study
+from training import tune_definition
 from training.cli import main
 from training.errors import EXIT_OK, EXIT_USAGE
 
@@ -181,3 +182,32 @@ def test_a_study_whose_creator_died_before_recording_is_taken_by_the_next_worker
     tune_definition.check(*_worker(tmp_path, space_file, storage))
     with pytest.raises(ConfigError, match="seed: 0 -> 5"):
         tune_definition.check(*_worker(tmp_path, space_file, storage, "seed=5"))
+
+
+def test_a_study_recorded_by_a_newer_tune_is_refused_naming_its_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newer tune may record more of the search than this one compares (here a `sampler` section): resumed by
+    an older image (a rollout), the study used to go on, its differences unchecked. Studies recorded before the
+    definition had a format (1838c80 on; checked by hand with that commit's tune) still resume."""
+    import optuna
+
+    space_file = lr_space(tmp_path, [3e-3, 5e-3], **TINY)
+    out = tmp_path / "study"
+    assert _tune(out, space_file, 1) == EXIT_OK
+    stored = optuna.load_study(study_name="sentiment-smoke-smoke", storage=f"sqlite:///{out / 'study.db'}")
+    recorded = stored.user_attrs["definition"]
+    newer = getattr(tune_definition, "FORMAT_VERSION", 1) + 1
+    stored.set_user_attr("definition", {**recorded, "format_version": newer, "sampler": {"kind": "cmaes"}})
+    capsys.readouterr()
+
+    assert _tune(out, space_file, 2) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"definition format {newer}, written by a newer training" in err, err
+    assert f"with an image that reads format {newer}" in err and "Traceback" not in err, err
+    assert len(stored.get_trials(deepcopy=False)) == 1  # no trial ran
+
+    del recorded["format_version"]  # as 1838c80 to b16f689 recorded it
+    stored.set_user_attr("definition", recorded)
+    assert _tune(out, space_file, 2) == EXIT_OK
+    assert len(study(out)["trials"]) == 2
