@@ -34,10 +34,13 @@ def _flag(path: Path | None, value: bool) -> None:
 
 def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
     """The record of the model live in `env` (None before the first promotion)."""
+    from promotion.errors import PromotionError
     from promotion.store import ModelStore
 
     try:
         current = ModelStore(store, model).champion(env)
+    except PromotionError as exc:  # damaged, or written by a newer promotion: its message says the fix
+        raise StoreUnreadable(f"the champion of {env} in {store}: {exc}") from None
     except OSError as exc:  # fsspec's errors for a local path and the object stores' (down, denied) alike
         raise StoreUnreadable(
             f"cannot read the promotion store {store} ({type(exc).__name__}: {exc}): check --store (a folder or "

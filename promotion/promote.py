@@ -17,7 +17,7 @@ from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
 from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
-from promotion.record import build_record, rollback_record, validate_record
+from promotion.record import build_record, check_restored, rollback_record, validate_record
 from promotion.registry import Registry
 from promotion.store import Deployed, ModelStore
 
@@ -369,7 +369,7 @@ def _rollback(
         requested_by=requested_by,
         registry_uri=registry.uri,
     )
-    validate_record(record)
+    check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
     with interrupted.writes_held():
         return _record_rollback(record, environment, previous, current, store=store, registry=registry)
 

@@ -18,8 +18,10 @@ from typing import Any
 
 from promotion import card
 from promotion.config import EnvironmentConfig, GateConfig
+from promotion.errors import PromotionError
 from promotion.evidence import Document, Evidence
 from promotion.gates import DIGEST, GateResult
+from promotion.store import RECORD_FORMAT, RECORD_SCHEMA
 
 SCHEMA_PATH = Path(__file__).with_name("record.schema.json")
 
@@ -95,8 +97,8 @@ def build_record(
     deployable = decision == "promote" and serving_image is not None and not local_run
 
     return {
-        "schema": "eu-ml-platform/promotion-record",
-        "format_version": 1,
+        "schema": RECORD_SCHEMA,
+        "format_version": RECORD_FORMAT,
         "record_id": new_record_id(when, env.name, action, hashlib.sha256(salt.encode()).hexdigest()),
         "created": when.isoformat().replace("+00:00", "Z"),
         "action": action,
@@ -189,3 +191,21 @@ def validate_record(record: dict[str, Any]) -> None:
     import jsonschema
 
     jsonschema.validate(record, json.loads(SCHEMA_PATH.read_text()))
+
+
+def check_restored(record: dict[str, Any], uri: str, environment: str, version: str) -> None:
+    """The rollback record is the restored one with a new id: a value the schema here does not know (an enum a newer
+    promotion added, a field a hand edit broke) is bad input naming the file, exit 2 before anything is written, not
+    a jsonschema traceback (exit 1, read as a gate's no)."""
+    import jsonschema
+
+    try:
+        validate_record(record)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise PromotionError(
+            f"cannot roll {environment} back to version {version}: its record {uri} does not follow this "
+            f"promotion's record.schema.json at {where}: {exc.message}. If a newer promotion wrote it, roll back "
+            "with that version; otherwise restore the record from the bucket's object versions or a backup. "
+            "Nothing was changed"
+        ) from None

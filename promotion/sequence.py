@@ -77,14 +77,25 @@ def loadtest_source(
         return GateResult(
             name, "pass", got, expected, f"the load test of {source}'s promotion {record['record_id']}"
         )
-    return GateResult(
-        name,
-        "fail",
-        got,
-        expected,
-        f"{env.name} is judged on {source}'s own load test: pass the load test file that "
-        f"{source}'s promotion recorded (sha256 {str(expected)[:12]}), not another one",
-    )
+    if record is None:
+        why = (
+            f"this candidate (bundle {str(bundle_sha)[:12]}) has no deployed promotion in {source}, so no load test "
+            f"of {source}'s to judge it on: promote it to {source} first"
+        )
+    elif not expected:
+        # A record from before live load tests were stored (an older promotion), or a smoke command that wrote none:
+        # "sha256 None" read as if the user had passed the wrong file.
+        why = (
+            f"{source}'s promotion {record['record_id']} recorded no live load test (written before promotion "
+            f"stored one, or its smoke command wrote none to $PROMOTION_LOADTEST_OUT): promote this candidate to "
+            f"{source} again with --post-deploy-loadtest, then to {env.name}"
+        )
+    else:
+        why = (
+            f"pass the load test file that {source}'s promotion {record['record_id']} recorded (sha256 "
+            f"{expected[:12]}), not another one"
+        )
+    return GateResult(name, "fail", got, expected, f"{env.name} is judged on {source}'s own load test: {why}")
 
 
 def recorded_loadtest(store: ModelStore, source: str, evidence: Any, name: str) -> Any:

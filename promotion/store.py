@@ -25,6 +25,15 @@ from promotion.evidence import join, read_bytes, write_bytes
 
 DEFAULT_STORE = "runs/model-store"
 
+RECORD_SCHEMA = "eu-ml-platform/promotion-record"
+RECORD_FORMAT = 1
+"""The record format this code writes and reads (record.schema.json's `format_version`): every record since the
+first has it, so any older record reads. A record with a higher one was written by a newer promotion."""
+HISTORY_FORMAT = 1
+"""The history's `format_version`. Histories written before it existed have none and read as 1 (their events are
+the same); older readers ignore it, so it changes nothing for them."""
+EVENT_ACTIONS = ("promote", "rollback")
+
 
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
@@ -47,6 +56,16 @@ _RESTORE = (
     "restore it from the bucket's object versions or a backup (the records in records/ hold every decision); "
     "nothing was changed"
 )
+
+
+def _newer(what: str, uri: str, found: str, reads: str) -> PromotionError:
+    # Two CLI versions share one store during a rollout: the older one must stop, not misread what the newer wrote
+    # (or tell the user to restore a history that is fine).
+    return PromotionError(
+        f"{what} {uri} was written by a newer promotion ({found}; this one reads {reads}): run this command from a "
+        "checkout at least as new as the one that wrote it (the promotion CI jobs and the pipeline image alike). "
+        "Nothing was changed, and the file is kept as it is"
+    )
 
 
 def default_store() -> str:
@@ -96,6 +115,9 @@ class ModelStore:
         if raw is None:
             raise PromotionError(f"record {uri} not found: is --store the same as at promotion?")
         record = _load(raw, uri, "promotion record")
+        version = record.get("format_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > RECORD_FORMAT:
+            raise _newer("promotion record", uri, f"format_version {version}", f"up to {RECORD_FORMAT}")
         # Champion metrics, lineage and rollbacks are read from here: a hand-edited record must fail as bad input
         # (exit 2, naming the file), not as a KeyError that exits 1 like a gate's rejection.
         if not isinstance(record.get("lineage"), dict):
@@ -103,32 +125,47 @@ class ModelStore:
         return record
 
     def events(self, environment: str) -> list[dict[str, Any]]:
+        return list(self._history(environment).get("events", []))
+
+    def _history(self, environment: str) -> dict[str, Any]:
+        """The history document ({} before the first event), checked: readable by this version, events well formed."""
         uri = self.history_uri(environment)
         raw = read_bytes(uri)
         if raw is None:
-            return []
-        events = _load(raw, uri, "promotion history").get("events")
+            return {}
+        doc = _load(raw, uri, "promotion history")
+        version = doc.get("format_version", 1)
+        if isinstance(version, int) and not isinstance(version, bool) and version > HISTORY_FORMAT:
+            raise _newer("promotion history", uri, f"format_version {version}", f"up to {HISTORY_FORMAT}")
+        events: Any = doc.get("events")
+        # An action this code does not know is a newer promotion's event (the stack's replay would be wrong
+        # without it), not damage: say so rather than ask for a restore.
+        typed = isinstance(events, list) and all(
+            isinstance(e, dict) and isinstance(e.get("action"), str) for e in events
+        )
+        unknown = sorted({e["action"] for e in events if e["action"] not in EVENT_ACTIONS}) if typed else []
+        if unknown:
+            raise _newer(
+                "promotion history", uri, f"event action {', '.join(unknown)}", " ".join(EVENT_ACTIONS)
+            )
         if not isinstance(events, list) or not all(
-            isinstance(e, dict)
-            and e.get("action") in ("promote", "rollback")
-            and e.get("record_id")
-            and "version" in e
+            isinstance(e, dict) and e.get("action") in EVENT_ACTIONS and e.get("record_id") and "version" in e
             for e in events
         ):
             raise PromotionError(
                 f"promotion history {uri}: `events` must be a list of promote/rollback events with version and "
                 f"record_id: {_RESTORE}"
             )
-        return list(events)
+        return doc
 
     def append_event(self, environment: str, event: dict[str, Any]) -> None:
         # Read-modify-write: object stores have no append. promote() and rollback() hold the environment's
-        # lock (promotion/lock.py) around it, so no concurrent writer can lose an event.
-        events = [*self.events(environment), event]
-        write_bytes(
-            self.history_uri(environment),
-            to_json({"environment": environment, "events": events}).encode(),
-        )
+        # lock (promotion/lock.py) around it, so no concurrent writer can lose an event. Keys this version does
+        # not know (a newer one's, same format) are written back as they were: nothing another version kept is lost.
+        doc = self._history(environment)
+        events = [*doc.get("events", []), event]
+        rewritten = {**doc, "format_version": HISTORY_FORMAT, "environment": environment, "events": events}
+        write_bytes(self.history_uri(environment), to_json(rewritten).encode())
 
     def deployed(self, environment: str) -> list[Deployed]:
         """The effective stack of promoted versions, oldest first; the last one is live."""
