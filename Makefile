@@ -131,6 +131,7 @@ bench: plan  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m b
 	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.train
 	$(PY) -m benchmarks.serve
+	$(PY) -m benchmarks.serve_split
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.tune
 	$(PY) -m benchmarks.demo

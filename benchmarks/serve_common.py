@@ -123,47 +123,81 @@ def batch_histogram(
     return {s: n for s, n in hist.items() if n > 0}
 
 
-def ort_runner(bundle: Path, precision: str, threads: int = 0) -> Callable[[Sequence[str]], Any]:
-    """Raw ONNX Runtime in-process, configured as the served graph (threads 0 = cores): tokenize, run, softmax.
-    A batch runs as the same length-sorted sub-batches the served endpoint cuts on CPU (serving/models/batching.py,
-    BuildOptions' CPU default), so that the comparison with Triton is engine against engine, not cut against none."""
-    import numpy as np
+def ort_session(bundle: Path, precision: str, threads: int = 0) -> Any:
+    """The bundle's graph in ONNX Runtime, configured as the served one (threads 0 = cores, spinning off)."""
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    from serving.models.batching import length_groups
-    from serving.options import LENGTH_SPLIT_OVERHEAD_CPU
-
-    max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
-    tokenizer = Tokenizer.from_file(str(bundle / "tokenizer" / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length)
-    pad_id = tokenizer.token_to_id("[PAD]") or 0
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or cores()
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     model = bundle / ("model.int8.onnx" if precision == "int8" else "model.onnx")
-    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
+def ort_tokenizer(bundle: Path) -> tuple[Any, int]:
+    """(tokenizer, pad id) as serving/models/sentiment.py sets them up: truncation at max_length and no padding
+    of its own. The bundle's tokenizer.json pads each batch to its longest text: kept on, every row would have
+    the same length (nothing for length_groups to cut) and an attention mask over its padding."""
+    from tokenizers import Tokenizer
+
+    max_length = json.loads((bundle / "metadata.json").read_text())["max_length"]
+    tokenizer = Tokenizer.from_file(str(bundle / "tokenizer" / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length)
+    pad_id = tokenizer.token_to_id("[PAD]")
+    return tokenizer, 0 if pad_id is None else pad_id
+
+
+def padded(tokenizer: Any, pad_id: int, texts: Sequence[str]) -> tuple[Any, Any, list[int]]:
+    """(input_ids, attention_mask, token lengths) of a batch padded to its longest text, as the endpoint pads."""
+    import numpy as np
+
+    enc = tokenizer.encode_batch(list(texts))
+    lengths = [len(e.ids) for e in enc]
+    ids = np.full((len(enc), max(lengths)), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, e in enumerate(enc):
+        ids[row, : len(e.ids)], mask[row, : len(e.ids)] = e.ids, 1
+    return ids, mask, lengths
+
+
+def split_logits(
+    graph: Callable[[Any, Any], Any], ids: Any, mask: Any, lengths: list[int], overhead: float | None
+) -> Any:
+    """The batch's logits, `graph(ids, mask)` called once per length-sorted sub-batch that
+    serving/models/batching.py cuts at this call cost (None: one padded batch)."""
+    import numpy as np
+
+    from serving.models.batching import length_groups
+
+    parts = [
+        (rows, graph(ids[rows, :width], mask[rows, :width]))
+        for rows, width in length_groups(lengths, overhead)
+    ]
+    logits = np.empty((len(lengths), parts[0][1].shape[1]), dtype=np.float32)
+    for rows, part in parts:
+        logits[rows] = part
+    return logits
+
+
+def ort_runner(bundle: Path, precision: str, threads: int = 0) -> Callable[[Sequence[str]], Any]:
+    """Raw ONNX Runtime in-process, configured as the served graph (threads 0 = cores): tokenize, run, softmax.
+    A batch runs as the same length-sorted sub-batches the served endpoint cuts on CPU (serving/models/batching.py,
+    BuildOptions' CPU default), so that the comparison with Triton is engine against engine, not cut against none."""
+    import numpy as np
+
+    from serving.options import LENGTH_SPLIT_OVERHEAD_CPU
+
+    session = ort_session(bundle, precision, threads)
+    tokenizer, pad_id = ort_tokenizer(bundle)
+
+    def graph(ids: Any, mask: Any) -> Any:
+        return session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
 
     def run(batch: Sequence[str]) -> Any:
-        enc = tokenizer.encode_batch(list(batch))
-        lengths = [len(e.ids) for e in enc]
-        ids = np.full((len(enc), max(lengths)), pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, e in enumerate(enc):
-            ids[row, : len(e.ids)], mask[row, : len(e.ids)] = e.ids, 1
-        parts = [
-            (
-                rows,
-                session.run(
-                    ["logits"], {"input_ids": ids[rows, :width], "attention_mask": mask[rows, :width]}
-                )[0],
-            )
-            for rows, width in length_groups(lengths, LENGTH_SPLIT_OVERHEAD_CPU)
-        ]
-        logits = np.empty((len(enc), parts[0][1].shape[1]), dtype=np.float32)
-        for rows, part in parts:
-            logits[rows] = part
+        ids, mask, lengths = padded(tokenizer, pad_id, batch)
+        logits = split_logits(graph, ids, mask, lengths, LENGTH_SPLIT_OVERHEAD_CPU)
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
