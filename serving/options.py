@@ -1,6 +1,7 @@
 """How `python -m serving build` builds a repository: one typed, validated set of options, stored in the
 manifest (repository.json) so a later pin or build re-renders the same configs. Defaults that depend on other
-fields are resolved once, in `__post_init__`; the numbers behind each default are in serving/README.md.
+fields are resolved once, in `__post_init__`; the numbers behind each default are in serving/README.md and
+serving/PERFORMANCE.md.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class BuildOptions:
     """`sentiment` instances; None = per topology: bls 2 (two pipeline tokenizing/answering with the
     classifier's run, and with the window above each still gathers batches), fused `instances` (the
     endpoint runs the graph itself, so it is counted like the classifier: one per node on CPU, its ORT
-    threads take every core; the sweep in serving/README.md)."""
+    threads take every core; the sweep in serving/PERFORMANCE.md)."""
     instances: int = 1
     """Classifier instances. One per node on CPU: its ORT threads already take every core."""
     intra_op_threads: int = 0

@@ -68,7 +68,7 @@ class Command:
 
 def readmes() -> list[Path]:
     found = []
-    for path in sorted(ROOT.rglob("README.md")):
+    for path in sorted(ROOT.rglob("*.md")):  # READMEs and the notes beside them (serving/PERFORMANCE.md)
         parts = path.relative_to(ROOT).parts[:-1]
         if not any(p.startswith(".") or p in SKIP_DIRS for p in parts):
             found.append(path)
