@@ -155,6 +155,9 @@ def model_configs(
 
 def _write_configs(repo: Path, manifest: dict[str, Any]) -> None:
     options = stored_options(manifest.get("options"), str(repo / mf.MANIFEST))
+    # Written back whole: an old manifest's absent options (ABSENT_MEANS) stay what they meant for a serving
+    # without ABSENT_MEANS too (an older image during a rollout), which would fill them with its own defaults.
+    manifest["options"] = asdict(options)
     latest = str(max(int(v) for v in manifest["versions"]))
     entry = manifest["versions"][latest]
     configs = model_configs(

@@ -18,6 +18,8 @@ from tritonclient.grpc import model_config_pb2
 
 import serving.manifest
 from serving.__main__ import main
+from serving.options import BuildOptions
+from serving.repository import model_configs
 
 FORMAT_VERSION = getattr(serving.manifest, "FORMAT_VERSION", 2)  # getattr: the test also runs on old code
 FIXTURES = Path(__file__).parent / "fixtures" / "old_manifests"
@@ -134,3 +136,21 @@ def test_a_bundle_of_a_newer_or_unknown_format_is_refused_with_the_fix(
     assert main(["build", str(bundle), str(tmp_path / "repo")]) == 2
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("commit", ["043b0de", "eacabb0"])
+def test_a_pin_writes_the_old_options_out_in_full(tmp_path: Path, commit: str) -> None:
+    """The pin stamps the manifest format 2; its options used to stay as the old build left them, without
+    `topology`/`length_split_overhead`. A serving before ABSENT_MEANS (ddc8f8b: `BuildOptions(**options)`, an
+    older image during a rollout, a checkout of it) pinning it next filled them with its own defaults (fused,
+    sub-batches): the old repository silently changed. Written out resolved, every reader renders what it ran."""
+    repo = old_repo(tmp_path, commit)
+    assert main(["pin", str(repo), "1"]) == 0
+    options = json.loads((repo / "repository.json").read_text())["options"]
+    built = json.loads((FIXTURES / f"{commit}.json").read_text())["options"]
+    assert options["topology"] == built.get("topology", "bls") and options["length_split_overhead"] == -1.0
+    plain = BuildOptions(**options)  # as ddc8f8b read it, with no ABSENT_MEANS
+    assert (
+        model_configs(plain, 2, 1, max_length=32)["sentiment"].render()
+        == (repo / "sentiment" / "config.pbtxt").read_text()
+    )
