@@ -41,7 +41,7 @@ from policies.process import (
     start_pack,
     stop_pack_on_sigterm,
 )
-from policies.results import RESULT_SCHEMA, plan_record, prune_stale_results, write_atomically
+from policies.results import RESULT_SCHEMA, Judges, plan_record, prune_stale_results, write_atomically
 from policies.rules import ALL_RULES
 
 REPO_ROOT = PACK_DIR.parent
@@ -96,7 +96,13 @@ def evaluated(plan: Plan) -> dict[str, list[str]]:
 
 
 def write_result(
-    plan: Plan, result: StackResult, out_dir: Path, waivers: Sequence[waivers_mod.Waiver], today: dt.date
+    plan: Plan,
+    result: StackResult,
+    out_dir: Path,
+    waivers: Sequence[waivers_mod.Waiver],
+    today: dt.date,
+    *,
+    judges: Judges | None = None,
 ) -> dict[str, Any]:
     kept, waived = waivers_mod.split(result.violations, waivers, today, plan.stack)
     doc = {
@@ -108,6 +114,9 @@ def write_result(
         # result while that file is unchanged (policies/results.py).
         **plan_record(plan.path, plan.sha256 or _file_sha256(plan.path)),
         "pack": result.pack,
+        # waivers*, config*: what judged it besides the plan and the pack; a later run keeps this result, and the
+        # promotion gate passes it, only while they are unchanged (policies/results.py Judges).
+        **(judges.record() if judges is not None else {}),
         # Every unwaived finding, undetermined checks included (flagged), so readers of "violations"
         # (the promotion gate) fail closed too; "undetermined" lists the checks that could not decide.
         "violations": kept,
@@ -155,10 +164,12 @@ def run(
     _note_result_names(plans, out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
-    overrides = _load_config(config_path) if config_path is not None else {}
+    overrides, config_sha256 = _load_config(config_path) if config_path is not None else ({}, None)
     today = today or dt.date.today()
     try:
-        waivers = waivers_mod.load(waivers_path, rules=[r.name for r in ALL_RULES], today=today)
+        waivers, waivers_sha256 = waivers_mod.read(
+            waivers_path, rules=[r.name for r in ALL_RULES], today=today
+        )
         for plan in plans:
             waivers_mod.refuse_catch_alls(waivers, plan.stack, plan.resources)
     except waivers_mod.WaiverError as err:
@@ -167,11 +178,12 @@ def run(
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise PlanError(f"--out {out_dir}: cannot create the results folder ({err})") from err
+    judges = Judges(waivers_path, waivers_sha256, config_path, config_sha256, pack_version(), today)
     docs = []
     for plan in plans:
         result = analyze_plan(plan, overrides, python)
         try:
-            docs.append(write_result(plan, result, out_dir, waivers, today))
+            docs.append(write_result(plan, result, out_dir, waivers, today, judges=judges))
         except OSError as err:
             raise PlanError(f"{out_dir}: cannot write the result of stack {plan.stack} ({err})") from err
     # Only once every result of this run is written: a failed run leaves the folder as the last good one did.
@@ -180,6 +192,7 @@ def run(
         [plan.stack for plan in plans],
         project=project_stacks(),
         complete=None if plans_dir is None else f"--plans {plans_dir} holds no plan of it",
+        judges=judges,
     )
     return docs
 
@@ -239,9 +252,11 @@ def _note_result_names(plans: Sequence[Plan], out_dir: Path) -> None:
         )
 
 
-def _load_config(path: Path) -> dict[str, Any]:
+def _load_config(path: Path) -> tuple[dict[str, Any], str]:
+    """The pack config and the sha256 of the bytes it was parsed from (a result records which config judged it)."""
     try:
-        overrides = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        overrides = json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise PlanError(f"{path}: cannot read the pack config ({err})") from err
     if not isinstance(overrides, dict):
@@ -262,7 +277,7 @@ def _load_config(path: Path) -> dict[str, Any]:
             f"{path}: {', '.join(hints)} is not a policy of the pack; the pack config takes 'all' and the "
             "policy names (`python -m policies.analyze` lists them in each <stack>.json under 'policies')"
         )
-    return overrides
+    return overrides, hashlib.sha256(raw).hexdigest()
 
 
 def iso_date(text: str) -> dt.date:

@@ -5,16 +5,22 @@ run removes the results that are stale. A result is current while the plan file 
 byte for byte (`plan_sha256`): one CI job per stack into one folder, or a check of one stack after a change,
 keeps the other stacks' results. A run over a whole folder of plans (`policies.report --plans DIR`) is
 complete: the result of a stack with no plan there is stale whatever its plan says.
+
+The plan is not all that decided a result: the waivers (which findings are accepted, until when), the pack config
+and the pack version did too. A kept result is stale when any of them differs from this run's (`Judges`), or when
+a waiver it relies on has ended by this run's date: its waived finding would be a violation now.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
 import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +54,75 @@ def plan_record(path: Path, sha256: str) -> dict[str, str]:
     against the result's folders); `plan_file` is the same path made absolute, so a later run from another
     folder still finds it."""
     return {"plan": str(path), "plan_file": os.path.abspath(path) if sha256 else "", "plan_sha256": sha256}
+
+
+@dataclass(frozen=True)
+class Judges:
+    """What judged the results of a run besides the plan: the waivers file (as given, and the sha256 of the bytes
+    read; "" for the pack's own file when absent), the pack config (None: none given), the pack version and the
+    date waiver expiry was evaluated on."""
+
+    waivers: Path
+    waivers_sha256: str
+    config: Path | None
+    config_sha256: str | None
+    pack_version: str
+    today: dt.date
+
+    def record(self) -> dict[str, str | None]:
+        """The fields a result records, so a later run (and the promotion gate) can tell it was judged by them."""
+        return {
+            "waivers_path": str(self.waivers),
+            "waivers_file": os.path.abspath(self.waivers),
+            "waivers_sha256": self.waivers_sha256,
+            "config_file": None if self.config is None else os.path.abspath(self.config),
+            "config_sha256": self.config_sha256,
+        }
+
+    def stale(self, doc: Mapping[str, Any]) -> str | None:
+        """Why a result judged by other waivers, config or pack (or relying on a waiver ended by `today`) is not
+        current; None when it is. A result without these fields was written before they were recorded: it
+        cannot be shown current, so it goes, as one without plan_sha256 does."""
+        recorded = doc.get("waivers_sha256")
+        if not isinstance(recorded, str):
+            return "its result records no waivers_sha256 (written before the waivers were recorded)"
+        if recorded != self.waivers_sha256:
+            return (
+                f"it was judged with other waivers than {self.waivers} (waivers_sha256 differs: "
+                "a waiver added, revoked or changed since)"
+            )
+        if doc.get("config_sha256", "missing") != self.config_sha256:
+            now = "no --config" if self.config is None else f"--config {self.config}"
+            return f"it was judged with another pack config than this run's {now} (config_sha256 differs)"
+        pack = doc.get("pack")
+        version = pack.get("version") if isinstance(pack, Mapping) else None
+        if version != self.pack_version:
+            return f"it was judged by pack version {version!r}, this run's is {self.pack_version!r}"
+        ended = ended_waivers(doc, self.today)
+        if ended:
+            first = ended[0]
+            return f"waiver #{first['id']} it relies on ended on {first['expires']} (this run's date: {self.today})"
+        return None
+
+
+def ended_waivers(doc: Mapping[str, Any], today: dt.date) -> list[dict[str, Any]]:
+    """The waivers of a result's `waived` findings that have ended by `today` (a waiver applies through its
+    `expires` day, as waivers.Waiver.active says), once each. A malformed date counts as ended: unreadable
+    evidence of acceptance is no acceptance."""
+    found: dict[Any, dict[str, Any]] = {}
+    for entry in doc.get("waived") or []:
+        waiver = entry.get("waiver") if isinstance(entry, Mapping) else None
+        if not isinstance(waiver, Mapping):
+            continue
+        try:
+            expires = dt.date.fromisoformat(str(waiver.get("expires")))
+        except ValueError:
+            expires = None
+        if expires is None or expires < today:
+            found.setdefault(
+                waiver.get("id"), {**waiver, "policy": entry.get("policy"), "urn": entry.get("urn")}
+            )
+    return list(found.values())
 
 
 def own_result(path: Path) -> dict[str, Any] | None:
@@ -85,9 +160,24 @@ def plan_candidates(doc: Mapping[str, Any], result: Path) -> list[Path]:
     return unique
 
 
-def staleness(result: Path, doc: Mapping[str, Any], project: Collection[str]) -> tuple[bool, str]:
+def staleness(
+    result: Path, doc: Mapping[str, Any], project: Collection[str], judges: Judges | None = None
+) -> tuple[bool, str]:
     """(stale, why) for the result of a stack this run did not analyse. `project`: the stacks of the project
-    (empty: not known), a result of any other stack is stale."""
+    (empty: not known), a result of any other stack is stale. `judges`: this run's waivers, config and pack
+    (None: not compared)."""
+    stale, why = _plan_staleness(result, doc, project)
+    if stale or judges is None:
+        return stale, why
+    other = judges.stale(doc)
+    return (
+        (True, other)
+        if other
+        else (False, f"{why}, and it was judged with this run's waivers, config and pack")
+    )
+
+
+def _plan_staleness(result: Path, doc: Mapping[str, Any], project: Collection[str]) -> tuple[bool, str]:
     stack = doc["stack"]
     if project and stack not in project:
         return True, f"it is not a stack of the project (no Pulumi.{stack}.yaml)"
@@ -116,11 +206,13 @@ def prune_stale_results(
     *,
     project: Collection[str] = (),
     complete: str | None = None,
+    judges: Judges | None = None,
 ) -> list[Path]:
     """Remove the stale results of stacks this run did not analyse (see the module docstring), saying why on
     stderr, and say which ones stay. `project`: the project's stacks; it counts only when every stack of this
     run is one of them (a run over another project's plans says nothing of this project's stacks).
-    `complete`: why this run covers every stack (`--plans DIR`): then every other result goes. Only files this
+    `complete`: why this run covers every stack (`--plans DIR`): then every other result goes. `judges`: what
+    judged this run's results (see Judges): a result judged by anything else goes. Only files this
     runner wrote are touched; anything else in the folder is left as it is."""
     project = project if set(stacks) <= set(project) else ()
     removed = []
@@ -133,7 +225,7 @@ def prune_stale_results(
         if complete is not None:
             stale, why = True, f"its result was stale: {complete}"
         else:
-            stale, why = staleness(path, doc, project)
+            stale, why = staleness(path, doc, project, judges)
         if not stale:
             print(f"kept {path}: stack {path.stem} was not in this run; {why}", file=sys.stderr)
             continue

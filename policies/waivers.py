@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import fnmatch
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,12 +196,21 @@ def parse(
 def load(
     path: Path = WAIVERS_FILE, *, rules: Iterable[str] | None = None, today: dt.date | None = None
 ) -> list[Waiver]:
+    return read(path, rules=rules, today=today)[0]
+
+
+def read(
+    path: Path = WAIVERS_FILE, *, rules: Iterable[str] | None = None, today: dt.date | None = None
+) -> tuple[list[Waiver], str]:
+    """The waivers and the sha256 of the bytes they were parsed from ("" for the pack's own file when it is
+    absent): a result records which waivers judged it, so a later edit of the file makes it stale."""
     if not path.exists():
         if path == WAIVERS_FILE:  # the pack's own file may be absent: no waivers
-            return []
+            return [], ""
         raise WaiverError(f"{path}: no such waivers file (check --waivers)")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        raw = path.read_bytes()
+        data = yaml.load(raw.decode("utf-8"), Loader=_Loader) or {}
     except (OSError, UnicodeDecodeError) as err:
         raise WaiverError(f"{path}: cannot read the waivers file ({err}); it is UTF-8 YAML") from err
     except (yaml.YAMLError, ValueError) as err:
@@ -208,7 +218,8 @@ def load(
     if not isinstance(data, dict) or not isinstance(data.get("waivers") or [], list):
         raise WaiverError(f"{path}: expected a mapping with a 'waivers' list")
     refuse_unknown_keys(data, TOP_LEVEL, str(path))
-    return parse(data.get("waivers") or [], str(path), rules=rules, today=today)
+    waivers = parse(data.get("waivers") or [], str(path), rules=rules, today=today)
+    return waivers, hashlib.sha256(raw).hexdigest()
 
 
 def find(

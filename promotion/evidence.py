@@ -8,8 +8,10 @@ raises EvidenceError (exit 2), because judging a broken file would hide the bug.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +109,8 @@ class Evidence:
     """sha256 of the plan file the policy report names, as that file is now (None: not on this machine)."""
     policy_plan_note: str | None = None
     """Why the report's plan could not be compared (None: it was, or there is no report)."""
+    policy_waivers_now: tuple[str | None, str | None] = (None, None)
+    """waivers_now() of the report, resolved against the report's own folders (the gate's `waivers_now`)."""
     inputs: dict[str, str | None] = field(default_factory=dict)
     """Where each input was looked for (also for the ones not found)."""
 
@@ -151,6 +155,7 @@ def load_evidence(
         policy_report=report,
         policy_plan_sha256=plan_sha256,
         policy_plan_note=plan_note,
+        policy_waivers_now=waivers_now(report.data, report.uri) if report else (None, None),
         build_record=read_json(build_record, "image build record"),
         approval=read_json(
             approval, "approval record", required=True, fix="the approval file given does not exist"
@@ -181,6 +186,54 @@ def _plan_now(report: Document | None) -> tuple[str | None, str | None]:
         f"its plan {plan} is not on this machine (looked in {', '.join(candidates)}): "
         "run where `make plan` rendered it, or pass the report of the plan you deploy"
     )
+
+
+def waivers_now(report: Mapping[str, Any], report_uri: str | None = None) -> tuple[str | None, str | None]:
+    """The waivers file that judged the report (policies.analyze records `waivers_path` (as given), `waivers_file`,
+    `waivers_sha256` of the bytes it read), hashed as it is now: a waiver revoked or narrowed since makes the
+    report stale evidence. Looked for as the plan is (plan_candidates; `report_uri` None: the working folder
+    only). Returns (sha256, None); "" when the pack's own file was absent then and no file is there now; or
+    (None, why it could not be compared)."""
+    recorded = report.get("waivers_sha256")
+    if not isinstance(recorded, str):
+        return None, "the report records no waivers_sha256 (made before it was recorded: run `make policy`)"
+    given, waivers_file = report.get("waivers_path"), report.get("waivers_file")
+    if not isinstance(given, str) or not given:
+        return None, "the report names no waivers file: run `make policy`"
+    recorded_file = waivers_file if isinstance(waivers_file, str) and waivers_file else None
+    if report_uri is not None:
+        candidates = plan_candidates(given, report_uri, recorded_file)
+    else:
+        candidates = list(dict.fromkeys(w for w in (recorded_file, str(Path(given).resolve())) if w))
+    for where in candidates:
+        try:
+            raw = read_bytes(where)
+        except (IsADirectoryError, PermissionError):
+            continue
+        if raw is not None:
+            return sha256(raw), None
+    if recorded == "":
+        return "", None  # no waivers file then, none now
+    return None, f"its waivers file {given} is not on this machine (looked in {', '.join(candidates)})"
+
+
+def lapsed_waivers(waived: Any, today: dt.date) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(finding, waiver) for each mandatory waived finding whose waiver ended before `today` (a waiver applies
+    through its `expires` day, as policies/waivers.py says). A waiver with no readable end date counts as ended:
+    acceptance that cannot be read is no acceptance."""
+    lapsed = []
+    for v in waived if isinstance(waived, list) else []:
+        if not isinstance(v, dict) or v.get("enforcement") != "mandatory":
+            continue
+        found = v.get("waiver")
+        waiver: dict[str, Any] = found if isinstance(found, dict) else {}
+        try:
+            ended = dt.date.fromisoformat(str(waiver.get("expires"))) < today
+        except ValueError:
+            ended = True
+        if ended:
+            lapsed.append((v, waiver))
+    return lapsed
 
 
 def plan_candidates(plan: str, report_uri: str, plan_file: str | None = None) -> list[str]:

@@ -5,16 +5,19 @@ and says in `detail` what it saw and, when it fails, what to do. A gate whose in
 is missing fails (no evidence is not a pass); `not_applicable` is reserved for gates
 that truly do not apply (first promotion: no champion; no int8 model shipped; no
 approval required; a local run without an image registry, where allowed).
+
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from promotion.config import EnvironmentConfig, GateConfig
+from promotion.evidence import lapsed_waivers
 
 Status = Literal["pass", "fail", "not_applicable"]
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -226,38 +229,52 @@ def policy_clean(
     plan_sha256_now: str | None = None,
     *,
     plan_note: str | None = None,
+    waivers_now: tuple[str | None, str | None] | None = None,
+    today: dt.date | None = None,
 ) -> GateResult:
     """`plan_sha256_now`: the hash of the plan file the report names, as it is now (None: not here to compare,
-    `plan_note` says why; the gate judges the report as it is, and its detail says it could not check staleness)."""
+    `plan_note` says why; the gate judges the report as it is, and its detail says it could not check staleness).
+    `waivers_now`: the same for the waivers file that judged it (evidence.waivers_now, which load_evidence
+    computes; None: not compared). `today`: the date a waiver's end is judged on (None: today): a waived finding
+    whose waiver has ended is a violation again, whatever the report, written before, says."""
     name = "policy-clean"
+
+    def fail(detail: str, measured: Any = None) -> GateResult:
+        return GateResult(name, "fail", measured, 0, detail)
+
     if report is None:
-        return GateResult(
-            name,
-            "fail",
-            None,
-            0,
-            f"no policy report for stack {env.stack}: run `make policy` (reports/policy/{env.stack}.json)",
+        return fail(
+            f"no policy report for stack {env.stack}: run `make policy` (reports/policy/{env.stack}.json)"
         )
     if report.get("stack") != env.stack:
-        return GateResult(
-            name,
-            "fail",
-            None,
-            0,
-            f"the policy report is for stack {report.get('stack')!r}, not {env.stack!r}",
-        )
+        return fail(f"the policy report is for stack {report.get('stack')!r}, not {env.stack!r}")
     if plan_sha256_now is not None and report.get("plan_sha256") != plan_sha256_now:
-        return GateResult(
-            name,
-            "fail",
-            None,
-            0,
+        return fail(
             f"the policy report is stale: its plan {report.get('plan')} changed since it was analysed "
-            "(plan_sha256 differs): run `make policy` on the plan you deploy",
+            "(plan_sha256 differs): run `make policy` on the plan you deploy"
+        )
+    waivers_sha256_now, waivers_note = waivers_now or (None, None)
+    if waivers_sha256_now is not None and report.get("waivers_sha256") != waivers_sha256_now:
+        return fail(
+            f"the policy report is stale: its waivers file {report.get('waivers_path')} changed since it was analysed "
+            "(waivers_sha256 differs: a waiver added, revoked or narrowed): run `make policy`"
         )
     violations = report.get("violations")
     if not isinstance(violations, list):
-        return GateResult(name, "fail", None, 0, "the policy report has no `violations` list")
+        return fail("the policy report has no `violations` list")
+    today = today or dt.date.today()
+    lapsed = lapsed_waivers(report.get("waived"), today)
+    if lapsed:
+        shown = "; ".join(
+            f"waiver #{w.get('id')} for {v.get('policy')} on {v.get('urn') or '(stack)'} ended on {w.get('expires')}"
+            for v, w in lapsed[:5]
+        )
+        more = f" and {len(lapsed) - 5} more" if len(lapsed) > 5 else ""
+        return fail(
+            f"{len(lapsed)} mandatory finding(s) in stack {env.stack} were waived by a waiver that has ended by "
+            f"{today}: {shown}{more}; fix them or renew the waiver (policies/waivers.yaml), then run `make policy`",
+            len(lapsed),
+        )
     mandatory = [v for v in violations if isinstance(v, dict) and v.get("enforcement") == "mandatory"]
     names = sorted({str(v.get("policy")) for v in mandatory})
     return GateResult(
@@ -268,7 +285,8 @@ def policy_clean(
         f"{len(mandatory)} mandatory and {len(violations) - len(mandatory)} advisory violation(s) in stack {env.stack}, "
         f"{len(report.get('waived') or [])} waived"
         + (f": fix {', '.join(names)}" if mandatory else "")
-        + (f"; not checked against the current plan: {plan_note}" if plan_note else ""),
+        + (f"; not checked against the current plan: {plan_note}" if plan_note else "")
+        + (f"; not checked against current waivers: {waivers_note}" if waivers_note else ""),
     )
 
 

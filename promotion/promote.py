@@ -66,6 +66,7 @@ def run_gates(
             env,
             evidence.policy_plan_sha256,
             plan_note=evidence.policy_plan_note,
+            waivers_now=evidence.policy_waivers_now,
         ),
         gates.images_pinned(build, env, local_run=local_run),
         gates.approval(evidence.approval.data if evidence.approval else None, env, requested_by=requested_by),

@@ -253,6 +253,25 @@ def promotion_cli(*args: str, store: Path, background: bool = False, **popen: An
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
 
 
+def run_module(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """`python -m ARGS` of this checkout (infra.plan, policies.analyze, promotion) run in `cwd`, finished."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def policy_gate_line(files: dict[str, Path], report: Path, store: Path, cwd: Path = REPO) -> str:
+    """The policy-clean line of `python -m promotion evaluate` on the evidence `files` with this policy report."""
+    done = run_module(
+        "promotion", "evaluate", "--env", "dev", "--store", str(store), "--candidate", str(files["candidate"]),
+        "--loadtest", str(files["loadtest"]), "--policy-report", str(report),
+        "--build-record", str(files["build_record"]), cwd=cwd,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if "policy-clean" in x]
+    return line
+
+
 def promote_args(files: dict[str, Path], deploy: str, smoke: str = "true") -> list[str]:
     return [
         "promote", "--env", "dev", "--candidate", str(files["candidate"]), "--loadtest", str(files["loadtest"]),

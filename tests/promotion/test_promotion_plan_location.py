@@ -9,38 +9,12 @@ policy pack analyses it with relative paths, the real CLI judges it from elsewhe
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from promotion_fixtures import policy_gate_line, run_module
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def _policy_gate(files: dict[str, Path], report: Path, store: Path, cwd: Path) -> str:
-    done = _run(
-        "promotion", "evaluate", "--env", "dev", "--store", str(store), "--candidate", str(files["candidate"]),
-        "--loadtest", str(files["loadtest"]), "--policy-report", str(report),
-        "--build-record", str(files["build_record"]), cwd=cwd,
-    )  # fmt: skip
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    (line,) = [x for x in done.stdout.splitlines() if "policy-clean" in x]
-    return line
 
 
 @pytest.mark.integration
@@ -51,7 +25,7 @@ def test_a_stale_report_is_caught_from_another_folder(
     checkout.mkdir()
     for args in (("infra.plan", "--stack", "dev", "--out", "reports/plan"),
                  ("policies.analyze", "reports/plan/dev.json", "--out", "reports/policy")):  # fmt: skip
-        done = _run(*args, cwd=checkout)
+        done = run_module(*args, cwd=checkout)
         assert done.returncode == 0, done.stdout + done.stderr
     report = checkout / "reports" / "policy" / "dev.json"
     assert json.loads(report.read_text())["plan"] == "reports/plan/dev.json"  # relative to `checkout`
@@ -59,16 +33,16 @@ def test_a_stale_report_is_caught_from_another_folder(
     elsewhere.mkdir()
     store = tmp_path / "store"
 
-    fresh = _policy_gate(evidence_files, report, store, elsewhere)
+    fresh = policy_gate_line(evidence_files, report, store, elsewhere)
     assert "PASS" in fresh and "not checked" not in fresh, fresh
 
     plan = checkout / "reports" / "plan" / "dev.json"
     plan.write_text(plan.read_text().replace('"dev"', '"dev" ', 1))  # re-rendered after an infra change
-    stale = _policy_gate(evidence_files, report, store, elsewhere)
+    stale = policy_gate_line(evidence_files, report, store, elsewhere)
     assert "FAIL" in stale and "stale" in stale and "make policy" in stale, stale
 
     plan.unlink()  # nowhere on this machine: judged as it is, and the detail says the plan was not compared
-    missing = _policy_gate(evidence_files, report, store, elsewhere)
+    missing = policy_gate_line(evidence_files, report, store, elsewhere)
     assert "PASS" in missing and "not checked against the current plan" in missing, missing
     assert "reports/plan/dev.json is not on this machine" in missing and str(checkout) in missing, missing
 
@@ -92,19 +66,19 @@ def test_a_plan_named_like_its_report_is_not_taken_for_the_report(
     and failed as stale. The result's absolute `plan_file` comes first, and the report is never its own plan."""
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    done = _run("infra.plan", "--stack", "dev", "--out", "reports/plan", cwd=checkout)
+    done = run_module("infra.plan", "--stack", "dev", "--out", "reports/plan", cwd=checkout)
     assert done.returncode == 0, done.stdout + done.stderr
     plans = checkout / "reports" / "plan"
-    done = _run("policies.analyze", "dev.json", "--out", "../policy", cwd=plans)
+    done = run_module("policies.analyze", "dev.json", "--out", "../policy", cwd=plans)
     assert done.returncode == 0, done.stdout + done.stderr
     report = checkout / "reports" / "policy" / "dev.json"
     assert json.loads(report.read_text())["plan"] == "dev.json"
 
-    fresh = _policy_gate(evidence_files, report, tmp_path / "store", tmp_path)
+    fresh = policy_gate_line(evidence_files, report, tmp_path / "store", tmp_path)
     assert "PASS" in fresh and "not checked" not in fresh, fresh
 
     doc = json.loads(report.read_text())
     del doc["plan_file"]  # a result written before plan_file: the report is still never read as its plan
     report.write_text(json.dumps(doc))
-    older = _policy_gate(evidence_files, report, tmp_path / "store", tmp_path)
+    older = policy_gate_line(evidence_files, report, tmp_path / "store", tmp_path)
     assert "stale" not in older, older
