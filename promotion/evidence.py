@@ -188,12 +188,12 @@ def _plan_now(report: Document | None) -> tuple[str | None, str | None]:
     )
 
 
-def waivers_now(report: Mapping[str, Any], report_uri: str | None = None) -> tuple[str | None, str | None]:
+def waivers_now(report: Mapping[str, Any], report_uri: str) -> tuple[str | None, str | None]:
     """The waivers file that judged the report (policies.analyze records `waivers_path` (as given), `waivers_file`,
     `waivers_sha256` of the bytes it read), hashed as it is now: a waiver revoked or narrowed since makes the
-    report stale evidence. Looked for as the plan is (plan_candidates; `report_uri` None: the working folder
-    only). Returns (sha256, None); "" when the pack's own file was absent then and no file is there now; or
-    (None, why it could not be compared)."""
+    report stale evidence. Looked for as the plan is (plan_candidates, from the report's own folders). Returns
+    (sha256, None); "" when the pack's own file was absent then and no file is there now; or (None, why it could
+    not be compared)."""
     recorded = report.get("waivers_sha256")
     if not isinstance(recorded, str):
         return None, "the report records no waivers_sha256 (made before it was recorded: run `make policy`)"
@@ -201,10 +201,7 @@ def waivers_now(report: Mapping[str, Any], report_uri: str | None = None) -> tup
     if not isinstance(given, str) or not given:
         return None, "the report names no waivers file: run `make policy`"
     recorded_file = waivers_file if isinstance(waivers_file, str) and waivers_file else None
-    if report_uri is not None:
-        candidates = plan_candidates(given, report_uri, recorded_file)
-    else:
-        candidates = list(dict.fromkeys(w for w in (recorded_file, str(Path(given).resolve())) if w))
+    candidates = plan_candidates(given, report_uri, recorded_file)
     for where in candidates:
         try:
             raw = read_bytes(where)
