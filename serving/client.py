@@ -25,6 +25,7 @@ Protocol = Literal["http", "grpc"]
 T = TypeVar("T")
 RETRYABLE_STATUS = {"StatusCode.UNAVAILABLE", "502", "503", "504"}
 TIMEOUT_STATUS = "StatusCode.DEADLINE_EXCEEDED"
+QUEUE_TIMEOUT_MESSAGE = "Request timeout expired"  # Triton's dynamic batcher, queue policy REJECT
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +51,13 @@ def _encode(text: str | bytes) -> bytes:
 
 
 def is_timeout(exc: BaseException) -> bool:
-    """gRPC's deadline, or the HTTP client's socket timeout (geventhttpclient raises TimeoutError)."""
+    """gRPC's deadline, the HTTP client's socket timeout (geventhttpclient raises TimeoutError), or Triton
+    dropping a request that waited in its queue past its timeout (503 / UNAVAILABLE, but not retryable:
+    the server was there and overloaded)."""
     from tritonclient.utils import InferenceServerException
 
     if isinstance(exc, InferenceServerException):
-        return str(exc.status()) == TIMEOUT_STATUS
+        return str(exc.status()) == TIMEOUT_STATUS or QUEUE_TIMEOUT_MESSAGE in str(exc.message())
     return isinstance(exc, TimeoutError)
 
 
@@ -62,7 +65,7 @@ def is_retryable(exc: BaseException) -> bool:
     from tritonclient.utils import InferenceServerException
 
     if isinstance(exc, InferenceServerException):
-        return str(exc.status()) in RETRYABLE_STATUS
+        return str(exc.status()) in RETRYABLE_STATUS and not is_timeout(exc)
     # Refused/reset only: a timeout may mean an overloaded server, and retrying would add to its load.
     return isinstance(exc, ConnectionError)
 
@@ -183,7 +186,10 @@ class SentimentClient:
         text = tc.InferInput("TEXT", list(array.shape), "BYTES")
         text.set_data_from_numpy(array)
         outputs = [tc.InferRequestedOutput("LABEL"), tc.InferRequestedOutput("PROBABILITIES")]
-        kwargs: dict[str, Any] = {"model_version": self.version, "outputs": outputs}
+        # The same bound for the server: once we stop waiting, a request still in the endpoint's queue is
+        # dropped instead of run for nobody (its config allows the override: serving/config.py DynamicBatching).
+        timeout_us = max(1, int(self.timeout_s * 1_000_000))
+        kwargs: dict[str, Any] = {"model_version": self.version, "outputs": outputs, "timeout": timeout_us}
         if self.protocol == "grpc":
             kwargs["client_timeout"] = self.timeout_s
         result = self._call(f"infer {self.model}", lambda: self._client.infer(self.model, [text], **kwargs))

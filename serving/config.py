@@ -76,17 +76,28 @@ class DynamicBatching:
     max_queue_delay_microseconds: int
     """How long the first request of a batch may wait for company; chosen by measurement (serving/README.md)."""
     preferred_batch_size: tuple[int, ...] = ()
+    queue_timeout_microseconds: int = 0
+    """Still queued after this: rejected, not run (0 = never); a request's `timeout` shortens it (only a nonzero
+    default can be shortened). Triton runs queued requests whose client is gone: they pile up before live ones."""
 
     def __post_init__(self) -> None:
         if self.max_queue_delay_microseconds < 0:
             raise ConfigError("dynamic_batching.max_queue_delay_microseconds must be >= 0 (0 = no waiting)")
         if any(b < 1 for b in self.preferred_batch_size):
             raise ConfigError("dynamic_batching.preferred_batch_size entries must be >= 1")
+        if self.queue_timeout_microseconds < 0:
+            raise ConfigError("dynamic_batching.queue_timeout_microseconds must be >= 0 (0 = never)")
 
     def message(self) -> dict[str, object]:
         msg: dict[str, object] = {"max_queue_delay_microseconds": self.max_queue_delay_microseconds}
         if self.preferred_batch_size:
             msg["preferred_batch_size"] = list(self.preferred_batch_size)
+        if self.queue_timeout_microseconds:
+            msg["default_queue_policy"] = {
+                "timeout_action": _Enum("REJECT"),
+                "default_timeout_microseconds": self.queue_timeout_microseconds,
+                "allow_timeout_override": True,
+            }
         return msg
 
 

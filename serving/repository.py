@@ -53,6 +53,10 @@ MONITORING_SOURCES = Path(__file__).resolve().parent.parent / "monitoring"
 MONITORING_MODULES = ("__init__.py", "environment.py", "records.py")
 # Keep the version before the newest loaded: requests can still pin it while a rollout is judged.
 KEEP_VERSIONS = 2
+# A client that did not send its own `timeout` is gone after this: 60 s is the longest wait of any caller here
+# (loadtest 30 s) and the usual proxy read timeout (nginx ingress 60 s). Clients that send theirs
+# (serving.client does) have their request dropped from the queue once they stopped waiting for it.
+ENDPOINT_QUEUE_TIMEOUT_US = 60_000_000
 
 
 def tensorrt_profile(options: BuildOptions, max_length: int) -> TensorRTProfile:
@@ -127,7 +131,10 @@ def model_configs(
         max_batch_size=mbs,
         inputs=(text,),
         outputs=(label, probabilities),
-        dynamic_batching=DynamicBatching(max_queue_delay_microseconds=options.queue_delay_us),
+        dynamic_batching=DynamicBatching(
+            max_queue_delay_microseconds=options.queue_delay_us,
+            queue_timeout_microseconds=ENDPOINT_QUEUE_TIMEOUT_US,
+        ),
         instance_groups=(InstanceGroup(count=int(options.endpoint_instances or 1), kind="KIND_CPU"),),
         version_policy=policy,
         parameters={

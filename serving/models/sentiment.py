@@ -96,8 +96,7 @@ class TritonPythonModel:
             raise ValueError(f"TEXT[{index}] is empty: send at least one non-whitespace character")
         return text
 
-    def _tokens(self, texts):
-        encodings = self.tokenizer.encode_batch(texts)
+    def _tokens(self, encodings):
         longest = max(len(e.ids) for e in encodings)
         length = min(-(-longest // self.multiple) * self.multiple, max(longest, self.max_length))
         ids = np.full((len(encodings), length), self.pad_id, dtype=np.int64)
@@ -144,6 +143,7 @@ class TritonPythonModel:
         texts: list[str] = []
         owners: list[tuple[int, int, int]] = []  # (request, first text, texts)
         raws: list[np.ndarray] = []
+        decoded_requests = []
         for i, request in enumerate(requests):
             raw = pb_utils.get_input_tensor_by_name(request, self.input_name).as_numpy().reshape(-1)
             try:
@@ -152,12 +152,30 @@ class TritonPythonModel:
                 responses[i] = pb_utils.InferenceResponse(output_tensors=[], error=invalid_argument(str(exc)))
                 self.errors.count("invalid_input")
                 continue
-            owners.append((i, len(texts), len(decoded)))
+            decoded_requests.append((i, raw, len(texts), len(decoded)))
             texts.extend(decoded)
+        # One tokenizer call for the whole batch (it runs the texts in parallel), then per request.
+        every = self.tokenizer.encode_batch(texts) if texts else []
+        encodings: list = []
+        for i, raw, start, n in decoded_requests:
+            mine = every[start : start + n]
+            empty = next((j for j, e in enumerate(mine) if _no_content(e)), None)
+            if empty is not None:
+                # NUL, control, zero-width or format characters only: the tokenizer drops them all, and an
+                # answer for [CLS] [SEP] alone would be the same for every such text, not about this one.
+                message = (
+                    f"TEXT[{empty}] has no characters the model reads (only control, zero-width or format "
+                    "characters such as NUL, U+200B or U+FEFF): send at least one visible character"
+                )
+                responses[i] = pb_utils.InferenceResponse(output_tensors=[], error=invalid_argument(message))
+                self.errors.count("invalid_input")
+                continue
+            owners.append((i, len(encodings), n))
+            encodings.extend(mine)
             raws.append(raw)
-        if not texts:
+        if not encodings:
             return responses
-        ids, mask, lengths = self._tokens(texts)
+        ids, mask, lengths = self._tokens(encodings)
         try:
             logits = self._batch_logits(ids, mask, lengths)
         except Exception as exc:  # a classifier failure fails this batch's requests, not the server
@@ -185,6 +203,11 @@ class TritonPythonModel:
     def finalize(self):
         if self.records is not None:
             self.records.close()
+
+
+def _no_content(encoding):
+    """Only special tokens, even before truncation (the tokenizer's normalizer removed every character)."""
+    return all(encoding.special_tokens_mask) and not encoding.overflowing
 
 
 class _Errors:

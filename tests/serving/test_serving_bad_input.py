@@ -40,8 +40,11 @@ def client(request, clients) -> SentimentClient:
         (["   \n\t"], "TEXT\\[0\\] is empty"),
         ([GOOD, b"caf\xc3\xa9 \xff\xfe broken"], "TEXT\\[1\\] is not valid UTF-8"),
         (["x" * 70_000], "70000 bytes; the limit is 65536"),
+        # The tokenizer drops these characters: before, each got the same answer, that of [CLS] [SEP] alone.
+        (["\x00"], "TEXT\\[0\\] has no characters the model reads"),
+        ([GOOD, "\u200b\ufeff\x01"], "TEXT\\[1\\] has no characters the model reads"),
     ],
-    ids=["empty", "whitespace", "invalid-utf8", "over-byte-limit"],
+    ids=["empty", "whitespace", "invalid-utf8", "over-byte-limit", "nul", "zero-width-and-control"],
 )
 def test_bad_texts_get_a_per_request_error(client: SentimentClient, texts, message: str) -> None:
     before = client.attempts
@@ -68,6 +71,11 @@ def test_very_long_text_is_truncated_not_refused(client: SentimentClient) -> Non
     a, b = client.classify([long, head + "and something else entirely " * 400])
     # Both truncate to the same first 32 tokens, so the model sees identical inputs.
     assert a == b
+
+
+def test_control_characters_inside_a_text_are_dropped_not_refused(client: SentimentClient) -> None:
+    # The tokenizer removes them, as it did for the training data: same input to the model, same answer.
+    assert client.classify(["thanks\x00 for the\u200b kind words"]) == client.classify([GOOD])
 
 
 def test_batch_over_max_batch_size_is_refused(client: SentimentClient) -> None:
@@ -101,9 +109,10 @@ def test_a_bad_request_does_not_fail_good_ones_batched_with_it(server) -> None:
 
     def send(kind: str) -> None:
         with SentimentClient(server.grpc_url, protocol="grpc") as c:
-            for _ in range(5):
+            for n in range(6):
+                # Both refusals: before tokenizing (empty) and after it (only characters the tokenizer drops).
                 try:
-                    c.classify([GOOD if kind == "good" else ""])
+                    c.classify([GOOD if kind == "good" else ("", "\x00")[n % 2]])
                     result = "ok"
                 except InferenceError:
                     result = "error"
@@ -115,8 +124,8 @@ def test_a_bad_request_does_not_fail_good_ones_batched_with_it(server) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert outcomes["good"] == ["ok"] * 20
-    assert outcomes["bad"] == ["error"] * 20
+    assert outcomes["good"] == ["ok"] * 24
+    assert outcomes["bad"] == ["error"] * 24
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])

@@ -209,6 +209,21 @@ def test_endpoint_batches_texts_and_calls_the_classifier_of_its_own_version() ->
     assert not proto.HasField("ensemble_scheduling")  # no version -1 steps: the pin is in N/steps.json
 
 
+@pytest.mark.parametrize("backend", ["python", "onnxruntime"])
+def test_endpoint_drops_requests_still_queued_after_their_timeout(backend: str) -> None:
+    """Triton lets a request's `timeout` only shorten a nonzero default: without both, the endpoint ran
+    every queued request of a client that had gone (the live test: test_serving_server.py)."""
+    from serving.repository import ENDPOINT_QUEUE_TIMEOUT_US
+
+    configs = model_configs(BuildOptions(backend=backend), 2)  # type: ignore[arg-type]
+    policy = parse(configs["sentiment"].render()).dynamic_batching.default_queue_policy
+    assert policy.timeout_action == model_config_pb2.ModelQueuePolicy.REJECT
+    assert policy.default_timeout_microseconds == ENDPOINT_QUEUE_TIMEOUT_US > 0
+    assert policy.allow_timeout_override
+    # Its callers are the endpoint's own BLS calls, sent only for a live request: nothing to drop.
+    assert not parse(configs["classifier"].render()).dynamic_batching.HasField("default_queue_policy")
+
+
 def test_pinned_version_renders_a_specific_policy() -> None:
     for config in model_configs(BuildOptions(), 2, pinned=3).values():
         assert list(parse(config.render()).version_policy.specific.versions) == [3]
@@ -238,6 +253,7 @@ def _tensor(**kw: object) -> Tensor:
         (lambda: _tensor(data_type="TYPE_FLOAT"), "data_type"),
         (lambda: _tensor(name="bad name"), "name"),
         (lambda: DynamicBatching(max_queue_delay_microseconds=-1), ">= 0"),
+        (lambda: DynamicBatching(max_queue_delay_microseconds=0, queue_timeout_microseconds=-1), "0 = never"),
         (lambda: InstanceGroup(count=0), ">= 1"),
         (lambda: InstanceGroup(kind="KIND_CPU", gpus=(0,)), "KIND_GPU"),
         (lambda: VersionPolicy(latest=2, specific=(1,)), "exactly one"),

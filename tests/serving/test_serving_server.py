@@ -32,6 +32,42 @@ def test_ensemble_answers_like_the_bundle_run_in_process(server, tiny_bundle: Pa
         assert pred.probabilities == pytest.approx(row, abs=1e-4)
 
 
+def _metric(server: TritonServer, name: str, model: str = "sentiment", version: str = "2") -> float:
+    with urllib.request.urlopen(server.metrics_url, timeout=5) as resp:
+        lines = resp.read().decode().splitlines()
+    prefix = f'{name}{{model="{model}",version="{version}"}} '
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(prefix))
+
+
+def test_a_request_whose_client_gave_up_is_dropped_from_the_queue_not_run(server) -> None:
+    """Before: Triton ran every queued request of a client that had timed out or disconnected. A burst of
+    them (clients retrying after their timeout) left the endpoint working for nobody: 20 s of such clients
+    queued ~1,900 requests and live clients timed out for the next half hour."""
+    import threading
+    import time
+
+    from serving.errors import RequestTimeoutError
+
+    # 64 texts = max_batch_size: nothing joins this batch, and it keeps the one instance busy for seconds.
+    heavy = ["word " * 13_000] * 64
+    done = _metric(server, "nv_inference_count")
+    with SentimentClient(server.grpc_url, protocol="grpc", timeout_s=120) as busy:
+        worker = threading.Thread(target=busy.classify, args=(heavy,))
+        worker.start()
+        time.sleep(0.25)  # the heavy batch (~1 s alone on 2 cores) runs: what follows queues behind it
+        with (
+            SentimentClient(server.http_url, timeout_s=0.2, retries=0) as impatient,
+            pytest.raises(RequestTimeoutError),
+        ):
+            impatient.classify(["thanks for the kind words"])
+        worker.join(timeout=120)
+    assert not worker.is_alive()
+    with SentimentClient(server.http_url) as client:  # the server goes on serving
+        assert client.classify(["fine"])[0].label in ("negative", "positive")
+    # Executed inferences: the heavy batch and the last request, not the abandoned one.
+    assert _metric(server, "nv_inference_count") - done == 64 + 1
+
+
 def test_previous_version_stays_loaded_and_addressable(server) -> None:
     # served_repo: version 1 = int8, version 2 = fp32 (latest).
     import tritonclient.http as http
