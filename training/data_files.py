@@ -70,6 +70,8 @@ def read_rows(
                 last_good = reader.line_num
                 rows = []
                 for r in reader:
+                    if None in r or r[text_col] is None or r[label_col] is None:
+                        _misaligned(uri, r, len(columns), last_good + 1, delimiter)
                     rows.append((r[text_col], r[label_col]))
                     last_good = reader.line_num
             elif fmt == "jsonl":
@@ -119,12 +121,32 @@ def read_rows(
         return rows, counter.count
 
 
+def _misaligned(uri: str, record: dict[Any, Any], expected: int, line: int, delimiter: str) -> None:
+    """A record with more or fewer fields than the header: its text and label are not where the header says.
+
+    Read as it stands, an unquoted comma shifted part of the text into the label (the row was dropped as an
+    unknown label) and a bare line break cut one row into two, the second trained under the first's label."""
+    got = expected - sum(v is None for v in record.values()) + len(record.get(None) or [])
+    raise DataError(
+        uri,
+        f"CSV record starting on line {line} has {got} field(s), the header {expected}: a text holding "
+        f"{'a tab' if delimiter == chr(9) else 'a comma'} or a line break must be quoted "
+        '("like, this"); fix that line (or drop it) and rerun',
+    )
+
+
 def _check_columns(uri: str, columns: Sequence[str], text_col: str, label_col: str, where: str = "") -> None:
     missing = [c for c in (text_col, label_col) if c not in columns]
     if missing:
         found = ", ".join(columns) if columns else "none (empty file?)"
+        other = [d for d in ";|\t," if len(columns) == 1 and d in columns[0]]
+        fix = (
+            f"The header holds {other[0]!r}: the file is separated by it; save it comma-separated (.csv) "
+            "or tab-separated (.tsv)"
+            if other
+            else "Set data.text_column=... and data.label_column=... to the right names."
+        )
         raise DataError(
             uri,
-            f"{where + ': ' if where else ''}missing column(s) {', '.join(missing)}; found: {found}. "
-            "Set data.text_column=... and data.label_column=... to the right names.",
+            f"{where + ': ' if where else ''}missing column(s) {', '.join(missing)}; found: {found}. {fix}",
         )

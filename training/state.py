@@ -148,6 +148,17 @@ def _push_rescued(store: ckpt.Store, rescue: ckpt.Store, found: ckpt.Loaded | No
     return found
 
 
+def _data_difference(trainer: dict[str, Any], config: RunConfig) -> str:
+    """Why the data differs, where the checkpoint's config says: class ids are positions in data.labels, so
+    resuming with another list (order included) would silently swap or remap the classes the weights learnt."""
+    saved = (trainer.get("config") or {}).get("data") or {}
+    if "labels" in saved and list(saved["labels"]) != list(config.data.labels):
+        return f" (data.labels {','.join(saved['labels'])} -> {','.join(config.data.labels)})"
+    if saved and "split" not in saved and config.data.split != "shuffle":
+        return " (the checkpoint predates the hash split: add data.split=shuffle to resume it)"
+    return ""
+
+
 def check_world_size(trainer: dict[str, Any], name: str, world_size: int) -> None:
     """Refuse a resume that would mis-position the data: a different world size in the middle of an epoch.
 
@@ -270,7 +281,8 @@ def resume(
         raise DataError(
             config.data.source,
             f"checkpoint {store.uri}/{name} was trained on dataset {trainer['dataset_manifest_sha256'][:12]}, "
-            f"this run's data is {manifest_sha[:12]}: use the same data or a new checkpoint.uri",
+            f"this run's data is {manifest_sha[:12]}{_data_difference(trainer, config)}: use the same data or "
+            "a new checkpoint.uri",
         )
     saved_cfg = trainer.get("config", {})
     current = {k: v for k, v in config.to_dict().items() if k != "checkpoint"}

@@ -158,3 +158,23 @@ def test_a_bundle_without_a_version_gives_null_not_the_string_none(tiny_bundle: 
     (bundle / "metadata.json").write_text(json.dumps(meta))
     (record,) = reference.records_for_texts(["a fine film"], bundle)
     assert record["model_version"] is None and record["model"] == meta["model_name"]
+
+
+def test_a_champion_trained_before_the_hash_split_gets_its_own_reference(
+    manifest: Path, tmp_path: Path
+) -> None:
+    """A format-1 manifest (no `split`: the position-based shuffle of training before data_split.py) rebuilds
+    with that shuffle, not today's default hash split, which held other rows and read as "the data changed"."""
+    from training.config import DataConfig
+    from training.data import load
+
+    old = load(DataConfig(split="shuffle")).manifest
+    assert "split" not in old and old["format_version"] == 1  # what earlier training wrote
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(old))
+    texts, _, _ = reference.split_texts(path, "validation")
+    assert len(texts) == old["splits"]["validation"]["rows"]
+    # A split method this monitoring does not know: a newer training wrote the manifest.
+    path.write_text(json.dumps({**json.loads(manifest.read_text()), "split": "stratified"}))
+    with pytest.raises(reference.InputError, match="newer training"):
+        reference.split_texts(path, "validation")

@@ -4,6 +4,7 @@ that names the fix, never a Python traceback (exit 1, which the Job treats as a 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -124,3 +125,34 @@ def test_the_cli_exits_2_with_the_fix_not_a_traceback(tmp_path: Path, real_rows)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert "is not utf-8 text" in done.stderr and "data.encoding=" in done.stderr
+
+
+def test_a_record_with_more_or_fewer_fields_than_the_header_is_refused_naming_its_line(
+    tmp_path: Path, real_rows
+) -> None:  # noqa: ANN001
+    """An unquoted comma shifted part of a text into the label (the row silently dropped as an unknown label);
+    a bare line break (the corpus has a text with a CR in it) cut one row in two, the second half trained
+    under the first's label. Both are now exit 2 naming the record's line."""
+    good = _csv_bytes(real_rows).decode()
+    last_line = len(
+        list(io.StringIO(good, newline=""))
+    )  # as the reader counts: quoted texts hold line breaks
+    comma = tmp_path / "comma.csv"
+    comma.write_text(good + "great flight, thanks,positive\r\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"line {last_line + 1} has 3 field\(s\), the header 2.*quoted"):
+        _load(comma)
+    broken = tmp_path / "linebreak.csv"
+    broken.write_text(
+        good.replace(f"{real_rows[4][0]},", f"{real_rows[4][0]}\rsecond half,", 1), encoding="utf-8"
+    )
+    with pytest.raises(DataError, match=r"line 6 has 1 field\(s\), the header 2"):
+        _load(broken)
+
+
+def test_a_semicolon_separated_file_is_named_as_such(tmp_path: Path, real_rows) -> None:  # noqa: ANN001
+    path = tmp_path / "excel-de.csv"
+    path.write_text(
+        "text;label\r\n" + "".join(f'"{t}";{lab}\r\n' for t, lab in real_rows[:5]), encoding="utf-8"
+    )
+    with pytest.raises(DataError, match="header holds ';'.*save it comma-separated"):
+        _load(path)
