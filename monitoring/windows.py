@@ -87,12 +87,13 @@ def _lines(file: str) -> Generator[str, None, None]:
     Read errors (an SDK's, a byte sequence that is not UTF-8) become InputErrors naming the file; a generator, so
     the caller's own InputError for a bad line never passes through these handlers. Text mode ends a line at LF,
     CR LF or CR only, never at U+2028 and the other characters str.splitlines() breaks at, which a JSON string may
-    hold (the line numbers are those the whole-file read and split gave).
+    hold (the line numbers are those the whole-file read and split gave). utf-8-sig: a file saved by an editor or
+    tool that starts it with a byte order mark is read as the records it holds (json.loads refused line 1).
     """
     import fsspec
 
     try:
-        with fsspec.open(file, "r", encoding="utf-8") as fh:
+        with fsspec.open(file, "r", encoding="utf-8-sig") as fh:
             yield from fh
     except UnicodeDecodeError as exc:
         raise InputError(
@@ -102,8 +103,13 @@ def _lines(file: str) -> Generator[str, None, None]:
         raise _unreadable(file, exc) from exc
 
 
-def _read(file: str) -> list[dict[str, Any]]:
-    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line."""
+def _read(file: str, damaged: list[str] | None = None) -> list[dict[str, Any]]:
+    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line.
+
+    With `damaged`, a last line that has no line end and is no JSON is skipped and named there as `file:line`
+    instead: a writer killed part-way through a batch on a file system (a crashed pod on a volume) leaves one such
+    line, and failing the job on it blinded the drift job for as long as that partition stayed in its window.
+    Every other bad line is still an InputError."""
     rows: list[dict[str, Any]] = []
     # closing(): a bad line ends the read at once, and the file with it (not whenever the traceback is dropped).
     with closing(_lines(file)) as lines:
@@ -113,6 +119,9 @@ def _read(file: str) -> list[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
+                if damaged is not None and not line.endswith("\n"):  # only the last line can lack its end
+                    damaged.append(f"{file}:{lineno}")
+                    continue
                 raise InputError(
                     f"{file} line {lineno} is not JSON ({exc.msg}): records are JSON lines"
                 ) from None
@@ -125,8 +134,12 @@ def _read(file: str) -> list[dict[str, Any]]:
     return rows
 
 
-def load(url: str, *, since: str | None = None, until: str | None = None) -> Any:
-    """All records under `url` with since <= ts < until (ISO 8601 times, compared in UTC; either may be None)."""
+def load(
+    url: str, *, since: str | None = None, until: str | None = None, damaged: list[str] | None = None
+) -> Any:
+    """All records under `url` with since <= ts < until (ISO 8601 times, compared in UTC; either may be None).
+
+    `damaged`: collects the cut last lines skipped (see _read); without it they are InputErrors."""
     import pandas as pd
 
     start = parse_time(since, "--since") if since else None
@@ -134,7 +147,7 @@ def load(url: str, *, since: str | None = None, until: str | None = None) -> Any
     if start is not None and end is not None and start >= end:
         raise InputError(f"--since {since} is not before --until {until}: an empty window")
 
-    rows = [row for file in _files(url, start) for row in _read(file)]
+    rows = [row for file in _files(url, start) for row in _read(file, damaged)]
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise InputError(f"{url}: no records found (is MONITORING_SAMPLE_RATE > 0, and the window right?)")

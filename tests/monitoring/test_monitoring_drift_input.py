@@ -10,6 +10,7 @@ line that is not an object was reported as records lacking every field.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -101,3 +102,22 @@ def test_a_file_cut_inside_a_character_is_named_not_a_traceback(reference: Path,
     done = run_drift(reference, cur, tmp_path / "out")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "current.jsonl is not UTF-8 text" in done.stderr
+
+
+def test_a_last_line_cut_by_a_killed_writer_is_skipped_counted_and_named(
+    reference: Path, tmp_path: Path
+) -> None:
+    # A pod killed while it appended a batch to a volume leaves its last line without its end: that failed the
+    # job (exit 2) for as long as the partition stayed in the window. A bad line anywhere else still does.
+    rng = random.Random(5)
+    cur = write(tmp_path / "current.jsonl", [record(i, rng) for i in range(ROWS)])
+    with cur.open("a") as fh:
+        fh.write(json.dumps(record(ROWS, rng))[:57])
+    done = run_drift(reference, cur, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    named = f"skipped 1 cut last line(s) in the current records (a writer killed mid-write): file://{cur}:41"
+    assert named in done.stderr, done.stderr
+    report = json.loads((tmp_path / "out" / "drift.json").read_text())
+    assert report["current"]["rows"] == ROWS
+    assert (report["current"]["damaged_lines"], report["current"]["damaged"]) == (1, [f"file://{cur}:41"])
+    assert report["reference"]["damaged_lines"] == 0

@@ -65,3 +65,29 @@ def test_bytes_that_are_not_utf8_late_in_a_file_are_named_as_before(tmp_path: Pa
     )
     with pytest.raises(InputError, match=r"records\.jsonl is not UTF-8 text \("):
         windows._read(str(path))
+
+
+def test_a_file_that_starts_with_a_byte_order_mark_is_read_as_its_records(tmp_path: Path) -> None:
+    # A partition re-saved by an editor or a Windows tool: json.loads refused line 1 ("Unexpected UTF-8 BOM").
+    rng = random.Random(8)
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + "".join(json.dumps(record(i, rng)) + "\r\n" for i in range(3)).encode()
+    )
+    rows = windows._read(str(path))
+    assert [r["ts"] for r in rows] == [record(i, random.Random(8))["ts"] for i in range(3)]
+
+
+def test_only_a_last_line_without_its_end_is_set_aside_as_damaged(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    good = [json.dumps(record(i, rng)) for i in range(3)]
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(good) + "\n" + good[0][:40])
+    damaged: list[str] = []
+    assert len(windows._read(str(path), damaged)) == 3 and damaged == [f"{path}:4"]
+    with pytest.raises(InputError, match=r"records\.jsonl line 4 is not JSON"):  # without a list: as before
+        windows._read(str(path))
+    # A cut line followed by more lines is no killed writer's: an error as before.
+    path.write_text(good[0] + "\n" + good[1][:40] + "\n" + good[2] + "\n")
+    with pytest.raises(InputError, match=r"records\.jsonl line 2 is not JSON"):
+        windows._read(str(path), [])
