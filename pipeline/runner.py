@@ -129,6 +129,32 @@ def missing_inputs(params: dag.Params) -> list[str]:
     return found
 
 
+def store_problems(params: dag.Params) -> list[str]:
+    """The promotion store, read as the steps will read it (the champion of --env; `promote` also reads the
+    histories of the environments it promotes and takes the load test from). What `python -m promotion` refuses
+    there with exit 2 (a file a newer promotion wrote, a damaged one) is refused here too, before any step runs:
+    the run used to start, write its own record into that store and exit 1 at data-check. A store that does not
+    answer is the steps' to report (exit 1, as before): it may answer by then, and the run says which step failed."""
+    from promotion.config import load_config
+    from promotion.errors import ConfigError, PromotionError
+    from promotion.store import ModelStore
+
+    try:
+        env = load_config(None).environment(params.env)
+    except ConfigError:
+        return []  # problems() names it
+    store = ModelStore(params.store, params.model)
+    try:
+        store.champion(env.name)
+        for other in dict.fromkeys(e for e in (env.promote_from, env.loadtest_from) if e):
+            store.events(other)
+    except PromotionError as exc:
+        return [f"the promotion store {params.store}: {exc}"]
+    except Exception:  # unreachable, denied, no credentials: each step's own read reports it, exit 1
+        return []
+    return []
+
+
 def plan(params: dag.Params) -> list[dict[str, Any]]:
     """--dry-run: the steps, their commands and conditions, nothing evaluated."""
     work = Path(params.work)
@@ -160,6 +186,8 @@ def run(
     dag.check()
     commands = commands or {}
     bad = problems(params) + ([] if "drift-check" in commands else missing_inputs(params))
+    # Under the CLI's SIGTERM/Ctrl-C handling: a store that hangs here can be stopped (exit 130, nothing written).
+    bad = bad or ([] if "data-check" in commands else store_problems(params))
     if bad:
         raise supervise.Refused("; ".join(bad))
     started = dt.datetime.now(dt.UTC)

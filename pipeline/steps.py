@@ -40,7 +40,7 @@ def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
     try:
         current = ModelStore(store, model).champion(env)
     except PromotionError as exc:  # damaged, or written by a newer promotion: its message says the fix
-        raise StoreUnreadable(f"the champion of {env} in {store}: {exc}") from None
+        raise StoreUnreadable(f"the champion of {env} in {store}: {exc}", exit_code=EXIT_USAGE) from None
     except OSError as exc:  # fsspec's errors for a local path and the object stores' (down, denied) alike
         raise StoreUnreadable(
             f"cannot read the promotion store {store} ({type(exc).__name__}: {exc}): check --store (a folder or "
@@ -50,7 +50,13 @@ def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
 
 
 class StoreUnreadable(RuntimeError):
-    """The step cannot read the champion from the promotion store: `python -m pipeline step` prints it, exit 1."""
+    """The step cannot read the champion from the promotion store: `python -m pipeline step` prints it and exits
+    `exit_code`: 2 where `python -m promotion` refuses the same store (damaged, or a newer promotion's), 1 where
+    the store does not answer."""
+
+    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def data_check(args: argparse.Namespace) -> int:

@@ -165,7 +165,7 @@ def run(
     if out_dir.exists() and not out_dir.is_dir():
         raise PlanError(f"--out {out_dir} is a file; name a folder for the <stack>.json results")
     overrides, config_sha256 = _load_config(config_path) if config_path is not None else ({}, None)
-    today = today or dt.date.today()
+    today = today or waivers_mod.utc_today()
     try:
         waivers, waivers_sha256 = waivers_mod.read(
             waivers_path, rules=[r.name for r in ALL_RULES], today=today
@@ -288,7 +288,7 @@ def iso_date(text: str) -> dt.date:
     except ValueError:
         pass
     raise argparse.ArgumentTypeError(
-        f"{text!r} is not a date YYYY-MM-DD (e.g. {dt.date.today().isoformat()})"
+        f"{text!r} is not a date YYYY-MM-DD (e.g. {waivers_mod.utc_today().isoformat()})"
     )
 
 
@@ -313,7 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config", type=Path, help="pack config JSON, as `pulumi preview --policy-pack-config`"
     )
     parser.add_argument("--waivers", type=Path, default=waivers_mod.WAIVERS_FILE)
-    parser.add_argument("--today", type=iso_date, help="evaluate waiver expiry as of this date (YYYY-MM-DD)")
+    parser.add_argument(
+        "--today",
+        type=iso_date,
+        help="evaluate waiver expiry as of this date (YYYY-MM-DD; default: today in UTC)",
+    )
     args = parser.parse_args(argv)
     try:
         with stop_pack_on_sigterm():

@@ -7,7 +7,6 @@ unknown sentinels included, and decide themselves what an unknown means for them
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import json
 import os
@@ -126,7 +125,7 @@ ADVISORY_CHANNEL = _install_advisory_channel()
 def _waivers() -> tuple[waivers_mod.Waiver, ...]:
     """policies/waivers.yaml, applied by the pack under the CLI (offline, the runner applies it); read
     once per pack process, and validated at start (serve) so a bad file fails before any preview."""
-    return tuple(waivers_mod.load(rules=[r.name for r in ALL_RULES], today=dt.date.today()))
+    return tuple(waivers_mod.load(rules=[r.name for r in ALL_RULES], today=waivers_mod.utc_today()))
 
 
 def report(
@@ -144,7 +143,12 @@ def report(
     pending = []
     for message, target in items:
         waiver = waivers_mod.find(
-            waivers, rule.name, target or urn, stack, dt.date.today(), undetermined=is_undetermined(message)
+            waivers,
+            rule.name,
+            target or urn,
+            stack,
+            waivers_mod.utc_today(),
+            undetermined=is_undetermined(message),
         )
         if waiver is not None:
             note = f"waived (waiver #{waiver.index} by {waiver.approver}, until {waiver.expires}): "

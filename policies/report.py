@@ -103,7 +103,7 @@ def build(
         raise analyze.PlanError(
             f"--plans {plans_dir}: {what}; run `python -m infra.plan --out {plans_dir}` first"
         )
-    today = today or dt.date.today()
+    today = today or waivers_mod.utc_today()
     docs = analyze.run(
         plan_paths,
         out / "policy",
@@ -195,7 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--waivers", type=Path, default=waivers_mod.WAIVERS_FILE)
     parser.add_argument(
-        "--today", type=analyze.iso_date, help="evaluate waiver expiry as of this date (YYYY-MM-DD)"
+        "--today",
+        type=analyze.iso_date,
+        help="evaluate waiver expiry as of this date (YYYY-MM-DD; default: today in UTC)",
     )
     parser.add_argument("--no-checkov", action="store_true", help="skip the Checkov second opinion")
     args = parser.parse_args(argv)

@@ -12,6 +12,7 @@ import datetime as dt
 import difflib
 import fnmatch
 import hashlib
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,15 @@ REQUIRED = ("rule", "finding", "stacks", "resources", "justification", "approver
 # value is unknown must not also hide the same rule's real violation once the value is known.
 FINDINGS = ("undetermined", "violation")
 MAX_VALIDITY = dt.timedelta(days=366)  # one year ahead (a leap day included): a waiver is re-reviewed yearly
+
+
+def utc_today() -> dt.date:
+    """The day waivers are judged on when none is given: today in UTC, whatever the machine's zone. A waiver
+    holds through its `expires` day in UTC (until 23:59:59 UTC). date.today() is the local date: a CI runner in
+    UTC and a laptop in Europe/Madrid disagreed for an hour or two around midnight on whether a waiver held.
+    promotion/evidence.py has the same function (the training image ships no policies/): the gate and the pack
+    must agree to the day. Read off time.time(), as date.today() is, so one fixed clock in a test governs both."""
+    return dt.datetime.fromtimestamp(time.time(), dt.UTC).date()
 
 
 class _Loader(yaml.SafeLoader):

@@ -268,6 +268,17 @@ def main(argv: list[str] | None = None) -> int:
     except PromotionError as exc:
         print(f"promotion: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        # fsspec's errors for a local store and the object stores' (unreachable, denied, read-only) alike. It was a
+        # traceback with exit 1, which the workflows and the pipeline's promote step read as a gate's rejection.
+        # Named by the file the error names where it has one: an OSError is not always the store's.
+        where = getattr(exc, "filename", None) or getattr(args, "store", None)
+        print(
+            f"promotion: {type(exc).__name__}: {exc}: check that {where} can be reached and written from this "
+            "machine (--store: a folder or bucket, and its credentials). What was done before it is printed above",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

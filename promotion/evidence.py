@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,6 +213,14 @@ def waivers_now(report: Mapping[str, Any], report_uri: str) -> tuple[str | None,
     if recorded == "":
         return "", None  # no waivers file then, none now
     return None, f"its waivers file {given} is not on this machine (looked in {', '.join(candidates)})"
+
+
+def utc_today() -> dt.date:
+    """The day a waiver's end is judged on: today in UTC (a waiver holds through its `expires` day in UTC), the
+    rule of policies.waivers.utc_today, duplicated because the training image that runs promotion ships no
+    policies/ (tests/policies/test_policy_waivers_clock.py holds the two to the same day). date.today(), the
+    machine's local date, let a CI runner in UTC and a laptop in Europe/Madrid disagree around midnight."""
+    return dt.datetime.fromtimestamp(time.time(), dt.UTC).date()
 
 
 def lapsed_waivers(waived: Any, today: dt.date) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from promotion.config import EnvironmentConfig, GateConfig
-from promotion.evidence import lapsed_waivers
+from promotion.evidence import lapsed_waivers, utc_today
 
 Status = Literal["pass", "fail", "not_applicable"]
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -235,8 +235,8 @@ def policy_clean(
     """`plan_sha256_now`: the hash of the plan file the report names, as it is now (None: not here to compare,
     `plan_note` says why; the gate judges the report as it is, and its detail says it could not check staleness).
     `waivers_now`: the same for the waivers file that judged it (evidence.waivers_now, which load_evidence
-    computes; None: not compared). `today`: the date a waiver's end is judged on (None: today): a waived finding
-    whose waiver has ended is a violation again, whatever the report, written before, says."""
+    computes; None: not compared). `today`: the date a waiver's end is judged on (None: today in UTC): a waived
+    finding whose waiver has ended is a violation again, whatever the report, written before, says."""
     name = "policy-clean"
 
     def fail(detail: str, measured: Any = None) -> GateResult:
@@ -262,7 +262,7 @@ def policy_clean(
     violations = report.get("violations")
     if not isinstance(violations, list):
         return fail("the policy report has no `violations` list")
-    today = today or dt.date.today()
+    today = today or utc_today()
     lapsed = lapsed_waivers(report.get("waived"), today)
     if lapsed:
         shown = "; ".join(

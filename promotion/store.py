@@ -135,26 +135,23 @@ class ModelStore:
             return {}
         doc = _load(raw, uri, "promotion history")
         version = doc.get("format_version", 1)
-        if isinstance(version, int) and not isinstance(version, bool) and version > HISTORY_FORMAT:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            # Only a higher number is a newer promotion's: anything else is a damaged file.
+            raise PromotionError(
+                f"promotion history {uri}: `format_version` {version!r} is not a version number: {_RESTORE}"
+            )
+        if version > HISTORY_FORMAT:
             raise _newer("promotion history", uri, f"format_version {version}", f"up to {HISTORY_FORMAT}")
         events: Any = doc.get("events")
-        # An action this code does not know is a newer promotion's event (the stack's replay would be wrong
-        # without it), not damage: say so rather than ask for a restore.
-        typed = isinstance(events, list) and all(
-            isinstance(e, dict) and isinstance(e.get("action"), str) for e in events
-        )
-        unknown = sorted({e["action"] for e in events if e["action"] not in EVENT_ACTIONS}) if typed else []
-        if unknown:
-            raise _newer(
-                "promotion history", uri, f"event action {', '.join(unknown)}", " ".join(EVENT_ACTIONS)
-            )
+        # A newer promotion that adds an event action raises the history's format_version (older readers would
+        # replay the stack without it): at this version an action not known here is damage, to be restored.
         if not isinstance(events, list) or not all(
             isinstance(e, dict) and e.get("action") in EVENT_ACTIONS and e.get("record_id") and "version" in e
             for e in events
         ):
             raise PromotionError(
                 f"promotion history {uri}: `events` must be a list of promote/rollback events with version and "
-                f"record_id: {_RESTORE}"
+                f"record_id{_bad_actions(events)}: {_RESTORE}"
             )
         return doc
 
@@ -182,6 +179,19 @@ class ModelStore:
         if not stack:
             return None
         return stack[-1], self.read_record(stack[-1].record_id)
+
+
+def _bad_actions(events: Any) -> str:
+    """The events whose action is not one this format has, for the damage message (a mistyped `"action": "promte"`
+    reads as such, not as the work of a newer promotion)."""
+    if not isinstance(events, list):
+        return ""
+    bad = [
+        f"event {n} has action {e.get('action')!r}"
+        for n, e in enumerate(events, 1)
+        if isinstance(e, dict) and e.get("action") not in EVENT_ACTIONS
+    ]
+    return f" ({'; '.join(bad)})" if bad else ""
 
 
 def _load(raw: bytes, uri: str, what: str) -> dict[str, Any]:

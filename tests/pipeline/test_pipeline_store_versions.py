@@ -1,17 +1,22 @@
-"""The steps that read the champion from the promotion store (data-check, decide-retrain, evaluate) on a store they
-cannot read as it is: a record a newer promotion wrote (two versions share the store during a rollout), or a
-history cut short. Each is promotion's own error (it names the file and the fix), printed by the step with exit 1
-as for a store that does not answer; it used to be a traceback (PromotionError), and the log a person reads in Argo
-ended in it."""
+"""The steps that read the champion from the promotion store (data-check, decide-retrain, evaluate), and
+`python -m pipeline run`, on a store they cannot read as it is: a record a newer promotion wrote (two versions share
+the store during a rollout), or a history cut short. Each is promotion's own error (it names the file and the fix)
+with promotion's exit 2: the step used to end in a traceback (PromotionError), then exited 1 as for a store that
+does not answer (still 1); `pipeline run` started the run anyway, wrote its record into that store and exited 1
+at data-check, where `python -m promotion` exits 2 for the same store."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from pipeline.cli import main
+from promotion.errors import PromotionError
+from promotion.store import ModelStore
+from tests.pipeline.run_cli import kill_session, records, start
 
 RECORD = "20261206T221629Z-dev-promote-f54267af"
 
@@ -42,7 +47,7 @@ def decide(work: Path, store: Path) -> int:
     ])  # fmt: skip
 
 
-@pytest.mark.parametrize(
+REFUSED = pytest.mark.parametrize(
     "record, history, says",
     [
         (
@@ -54,11 +59,46 @@ def decide(work: Path, store: Path) -> int:
     ],
     ids=["newer-record", "history-cut-short"],
 )
+
+
+@REFUSED
 def test_decide_retrain_names_what_it_cannot_read(
     record: dict | None, history: str | None, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = store_with_champion(tmp_path, record, history)
-    assert decide(tmp_path / "work", store) == 1  # was a PromotionError traceback
+    # as `python -m promotion` exits; was a PromotionError traceback, then 1
+    assert decide(tmp_path / "work", store) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the champion of dev in ") and says in err
     assert not (tmp_path / "work" / "decisions" / "decide-retrain.json").exists()
+
+
+def test_a_store_that_cannot_be_reached_is_still_a_failed_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    assert decide(tmp_path / "work", tmp_path / "a-file" / "store") == 1
+    assert "error: cannot read the promotion store " in capsys.readouterr().err
+
+
+@pytest.mark.integration
+@REFUSED
+def test_pipeline_run_refuses_the_store_promotion_refuses_before_any_step(
+    record: dict | None, history: str | None, says: str, tmp_path: Path
+) -> None:
+    store = store_with_champion(tmp_path, record, history)
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    with pytest.raises(PromotionError, match=re.escape(says)):  # `python -m promotion`'s exit 2
+        ModelStore(str(store), "m").champion("dev")
+
+    inputs, work = records(tmp_path / "inputs"), tmp_path / "work"
+    proc = start("--preset", "smoke", "--store", str(store), "--model", "m", "--work", str(work),
+                 "--reference", inputs["reference"], "--current", inputs["current"])  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        kill_session(proc)
+    assert proc.returncode == 2, out  # was 1: data-check failed after the run had started
+    assert f"error: the promotion store {store}: " in out and says in out
+    assert "\nRUN " not in "\n" + out and not work.exists()
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before  # no pipeline-runs/ record in it

@@ -15,6 +15,8 @@ import pytest
 import yaml
 from promotion_fixtures import policy_gate_line, run_module
 
+from promotion.evidence import utc_today
+
 REPO = Path(__file__).resolve().parents[2]
 KEY = "mlp-dev-key-key"
 
@@ -56,7 +58,7 @@ def _analyze(plan: Path, tmp_path: Path, expires: dt.date, today: dt.date) -> Pa
 def test_a_waiver_that_ended_after_the_report_fails_the_gate(
     plan: Path, evidence_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    today = dt.date.today()
+    today = utc_today()  # the day `promotion` judges on, whatever this machine's zone
     report = _analyze(
         plan, tmp_path, expires=today - dt.timedelta(days=1), today=today - dt.timedelta(days=2)
     )
@@ -69,7 +71,7 @@ def test_a_waiver_that_ended_after_the_report_fails_the_gate(
 def test_a_waiver_revoked_after_the_report_makes_it_stale(
     plan: Path, evidence_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    today = dt.date.today()
+    today = utc_today()  # the day `promotion` judges on, whatever this machine's zone
     report = _analyze(plan, tmp_path, expires=today + dt.timedelta(days=30), today=today)
     line = policy_gate_line(evidence_files, report, tmp_path / "store")
     assert "PASS" in line and "not checked" not in line, line

@@ -106,3 +106,26 @@ def test_rollback_to_a_version_deleted_in_the_registry_writes_nothing(
         assert client.get_model_version_by_alias("m-deleted", "dev").version == "2"
     finally:
         stop_group(server, grace_s=20)
+
+
+@pytest.mark.parametrize("command", ["history", "promote"])
+def test_a_store_that_cannot_be_read_or_written_is_exit_2_naming_it(
+    command: str, evidence_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store path that cannot be used (here under a file; a read-only folder or a denied bucket alike): a
+    NotADirectoryError traceback with exit 1, which `pipeline step promote` recorded as "promotion rejected by
+    its gates"."""
+    from promotion.__main__ import main
+
+    (tmp_path / "a-file").write_text("")
+    store = tmp_path / "a-file" / "store"
+    args = {
+        "history": ["history", "--env", "dev"],
+        "promote": ["promote", "--env", "dev", "--candidate", str(evidence_files["candidate"]), "--loadtest",
+                    str(evidence_files["loadtest"]), "--policy-report", str(evidence_files["policy_report"]),
+                    "--no-images", "--local-run", "--registry-uri", f"sqlite:///{tmp_path}/mlflow.db"],
+    }[command]  # fmt: skip
+    assert main([*args, "--store", str(store), "--model-name", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "promotion: NotADirectoryError" in err and f"check that {store}" in err, err
+    assert not (tmp_path / "mlflow.db").exists()  # promote stopped before the registry

@@ -8,9 +8,9 @@ with the version it needs (exit 2, nothing written), never a traceback and never
   (exit 1, read by the workflows as a gate's no).
 - A record with a value the schema here does not know (a newer `deployment.status`): `rollback` to it ended in
   the same traceback.
-- A history with an event action this code does not know, or a higher `format_version`: the action was reported
-  as damage ("restore it from the bucket's object versions") for a history that is fine; the version was not
-  read at all, and the stack was replayed without what the newer code meant.
+- A history with a higher `format_version`: it was not read at all, and the stack was replayed without what the
+  newer code meant. A history at this format with an event action unknown here (a mistyped `"action"`) is damage:
+  it was reported as "written by a newer promotion" (upgrade) instead of asking for a restore.
 """
 
 from __future__ import annotations
@@ -133,20 +133,12 @@ def test_rollback_to_a_record_with_a_value_unknown_here_is_bad_input(
     assert files(store) == before and registry.alias_version(model, "dev") == "2"
 
 
-@pytest.mark.parametrize(
-    "change, named",
-    [
-        (lambda h: h["events"].append({**h["events"][0], "action": "pin"}), "event action pin"),
-        (lambda h: h.update(format_version=2), "format_version 2"),
-    ],
-    ids=["unknown-action", "newer-format"],
-)
 def test_a_history_a_newer_version_wrote_is_refused_not_called_damaged(
-    change, named: str, evidence_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:  # type: ignore[no-untyped-def]
+    evidence_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store, model = old_store(tmp_path)
     history = store / model / "environments" / "dev.json"
-    edit(history, change)
+    edit(history, lambda h: h.update(format_version=2))
     before = history.read_bytes()
     for args in (
         ["history", "--env", "dev", "--store", str(store), "--model-name", model],
@@ -154,9 +146,39 @@ def test_a_history_a_newer_version_wrote_is_refused_not_called_damaged(
     ):
         assert main(args) == 2
         err = capsys.readouterr().err
-        assert f"promotion history {history} was written by a newer promotion ({named}" in err
+        assert f"promotion history {history} was written by a newer promotion (format_version 2" in err
         assert "restore it" not in err
     assert history.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (lambda h: h["events"][1].update(action="promte"), "event 2 has action 'promte'"),
+        (lambda h: h["events"].append({**h["events"][0], "action": "pin"}), "event 3 has action 'pin'"),
+        (lambda h: h.update(format_version="1"), "`format_version` '1' is not a version number"),
+    ],
+    ids=["mistyped-action", "unknown-action-same-format", "format-not-a-number"],
+)
+def test_an_unknown_action_at_this_format_is_damage_not_a_newer_promotion(
+    change, named: str, evidence_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    """Only a higher `format_version` is a newer promotion's (one that adds an action raises it): a damaged file at
+    this version used to be called "written by a newer promotion", sending the user to upgrade instead of restore."""
+    store, model = old_store(tmp_path)
+    history = store / model / "environments" / "dev.json"
+    edit(history, change)
+    before = files(store)
+    for args in (
+        ["history", "--env", "dev", "--store", str(store), "--model-name", model],
+        evaluate_args(evidence_files, store, model),
+    ):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"promotion history {history}: " in err and named in err
+        assert "restore it from the bucket's object versions or a backup" in err
+        assert "newer promotion" not in err
+    assert files(store) == before
 
 
 def test_a_deployment_recorded_before_live_load_tests_says_so(
