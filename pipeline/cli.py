@@ -92,9 +92,27 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+# Where `render` has no stack to read them from (infra/k8s/argo.py sets the stack's buckets): placeholders a user
+# replaces, in the form the pods need. The local runner's defaults are repository paths no pod has.
+RENDER_LOCATIONS = {
+    "store": "s3://BUCKET/model-store",
+    "reference": "s3://BUCKET/reference/",
+    "current": "s3://LOGS-BUCKET/inference/",
+}
+
+
 def _render(args: argparse.Namespace) -> int:
     from pipeline import argo
 
+    for name in RENDER_LOCATIONS:
+        value = getattr(args, name)
+        if "://" not in value or value.startswith("file://"):
+            print(
+                f"error: --{name} {value!r} is a path on this machine; the workflow's pods have no repository "
+                f"or local disk of yours: give a bucket URL (e.g. {RENDER_LOCATIONS[name]})",
+                file=sys.stderr,
+            )
+            return 2
     docs = argo.render(
         training_image=args.training_image,
         environment=args.env,
@@ -105,6 +123,8 @@ def _render(args: argparse.Namespace) -> int:
             preset=args.preset,
             mode=args.mode,
             serving_image=args.serving_image,
+            reference=args.reference,
+            current=args.current,
         ),
     )
     text = argo.to_yaml(docs)
@@ -139,7 +159,17 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--env", default="dev")
     p.add_argument("--schedule", default=None, help="cron (default: pipeline/argo.py per environment)")
-    p.add_argument("--store", default="s3://BUCKET/model-store", help="promotion store (bucket prefix)")
+    p.add_argument("--store", default=RENDER_LOCATIONS["store"], help="promotion store (bucket prefix)")
+    p.add_argument(
+        "--reference",
+        default=RENDER_LOCATIONS["reference"],
+        help="drift reference records (bucket prefix; stack: the models bucket's reference/)",
+    )
+    p.add_argument(
+        "--current",
+        default=RENDER_LOCATIONS["current"],
+        help="inference records the drift check reads (bucket prefix; stack: the logs bucket's inference/)",
+    )
     p.add_argument("--preset", default="gpu")
     p.add_argument("--mode", default="train", choices=("train", "tune"))
     p.add_argument("--out", type=Path, default=None)
@@ -156,4 +186,4 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except StoreUnreadable as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code

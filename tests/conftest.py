@@ -6,12 +6,14 @@ Component-specific fixtures live beside their tests (tests/<component>/conftest.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import threading
 import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -81,6 +83,19 @@ def main_thread_event_loop() -> Iterator[None]:
     yield
     if _main_thread_loop() is not before:
         asyncio.set_event_loop(before)
+
+
+@pytest.fixture(scope="session")
+def committed_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every committed stack's offline plan in preview, rendered once per session for tests/infra and
+    tests/foundation alike (the cloud SDKs' import and five renders cost 10-20 s on 2 cores), and read back
+    from disk: exactly what `python -m infra.plan` writes and the policy pack reads. Read-only for tests."""
+    from infra import plan as planner
+
+    out = tmp_path_factory.mktemp("plan")
+    stacks = planner.committed_stacks()
+    planner.render(stacks, out)
+    return {s: json.loads((out / f"{s}.json").read_text()) for s in stacks}
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ mocks return ids and ARNs, so exact key and role references can be compared)."""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import pytest
 from infra_fixtures import STACKS, Plan
@@ -12,11 +12,8 @@ from infra import plan as planner
 
 
 @pytest.fixture(scope="session")
-def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plan]:
-    out = tmp_path_factory.mktemp("plan")
-    planner.render(STACKS, out)
-    # Read back from disk: the tests see exactly what the policy pack reads.
-    return {s: Plan(json.loads((out / f"{s}.json").read_text())) for s in STACKS}
+def plans(committed_plans: dict[str, dict[str, Any]]) -> dict[str, Plan]:
+    return {s: Plan(committed_plans[s]) for s in STACKS}
 
 
 @pytest.fixture(scope="session")

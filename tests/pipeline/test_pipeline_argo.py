@@ -107,3 +107,19 @@ def test_the_work_volume_belongs_to_the_group_the_steps_run_as() -> None:
     spec = template()["spec"]
     assert spec["securityContext"]["fsGroup"] == int(gid or uid) == argo.IMAGE_UID
     assert {v["metadata"]["name"] for v in spec["volumeClaimTemplates"]} == {"work"}
+
+
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--reference", "runs/demo/train/manifest.json"), ("--current", "file:///tmp/x"), ("--store", "runs/s")],
+)
+def test_render_refuses_a_local_path_the_pods_cannot_read(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `render` kept the local runner's runs/... defaults for the drift step (no flag to set them), and
+    every nightly run of the applied template failed at drift-check."""
+    from pipeline.cli import main
+
+    image = "reg.example/training@sha256:" + "1" * 64
+    assert main(["render", "--training-image", image, flag, value]) == 2
+    assert f"{flag} {value!r} is a path on this machine" in capsys.readouterr().err
