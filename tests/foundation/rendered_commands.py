@@ -10,9 +10,12 @@ arguments, as a CronWorkflow that names no arguments submits it.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
+import runpy
 import shlex
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -321,3 +324,34 @@ def project_command(argv: tuple[str, ...]) -> tuple[str, list[str]] | None:
     if python and argv[2].split(".")[0] in PACKAGES:
         return argv[2], list(argv[3:])
     return None
+
+
+# --- the real parsers ----------------------------------------------------------------------------------------
+
+
+class _Captured(BaseException):  # not Exception: a main that catches Exception must not swallow it
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+
+def capture_parser(module: str) -> argparse.ArgumentParser | str:
+    """The parser `python -m module` builds, stopped at its argument parsing (runpy, so `__main__` wiring and
+    `register()` hooks count); a string saying why when it builds none. Run it in a subprocess of its own: the
+    modules' imports stay out of the test process."""
+    real = argparse.ArgumentParser.parse_known_args
+
+    def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
+        raise _Captured(self)
+
+    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign]
+    argv, sys.argv = sys.argv, [module]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except _Captured as done:
+        return done.parser
+    except BaseException as exc:  # noqa: BLE001 - reported with each command of that module
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        argparse.ArgumentParser.parse_known_args = real  # type: ignore[method-assign]
+        sys.argv = argv
+    return "ran to the end without parsing any arguments (no argparse CLI)"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import runpy
 import shlex
 import subprocess
 import sys
@@ -28,12 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rendered_commands import PACKAGES, ROOT, capture_parser
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = frozenset(
-    ("infra", "policies", "training", "serving", "monitoring", "promotion", "pipeline", "demo", "containers",
-     "benchmarks")
-)  # fmt: skip
 SKIP_DIRS = frozenset(("node_modules", "build", "reports", "runs"))
 # Tokens that end a command in a snippet; `|` followed by a flag is the READMEs' "either" notation instead.
 ENDERS = frozenset(("|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<"))
@@ -170,11 +165,6 @@ def _placeholder(word: str) -> bool:
 # --- the parsers ----------------------------------------------------------------------------------------
 
 
-class _Captured(BaseException):  # not Exception: a main that catches Exception must not swallow it
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.parser = parser
-
-
 def _tree(parser: argparse.ArgumentParser) -> dict[str, Any]:
     options: dict[str, bool] = {}  # flag -> takes a value
     subcommands: dict[str, Any] = {}
@@ -189,24 +179,8 @@ def _tree(parser: argparse.ArgumentParser) -> dict[str, Any]:
 
 def _dump(module: str) -> dict[str, Any]:
     """Run `python -m module` up to its argument parsing and describe the parser it built."""
-    real = argparse.ArgumentParser.parse_known_args
-
-    def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-        raise _Captured(self)
-
-    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign]
-    argv = sys.argv
-    sys.argv = [module]
-    try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    except _Captured as done:
-        return _tree(done.parser)
-    except BaseException as exc:  # noqa: BLE001 - reported per module, the others still checked
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        argparse.ArgumentParser.parse_known_args = real  # type: ignore[method-assign]
-        sys.argv = argv
-    return {"error": "ran to the end without parsing any arguments (no argparse CLI)"}
+    found = capture_parser(module)
+    return {"error": found} if isinstance(found, str) else _tree(found)
 
 
 @cache

@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import io
 import json
-import runpy
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ import yaml
 from rendered_commands import (
     ROOT,
     Invocation,
+    capture_parser,
     effective_argv,
     from_dockerfiles,
     from_k8s_object,
@@ -43,29 +43,11 @@ from rendered_commands import (
 # --- the real parsers, in one subprocess ------------------------------------------------------------------
 
 
-class _Captured(BaseException):  # not Exception: a main that catches Exception must not swallow it
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.parser = parser
-
-
 def _capture(module: str) -> argparse.ArgumentParser | str:
-    real = argparse.ArgumentParser.parse_known_args
-
-    def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-        raise _Captured(self)
-
-    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign]
-    argv, sys.argv = sys.argv, [module]
-    try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    except _Captured as done:
-        return done.parser
-    except BaseException as exc:  # noqa: BLE001 - reported with each command of that module
-        return f"`python -m {module}` did not build a parser here: {type(exc).__name__}: {exc}"
-    finally:
-        argparse.ArgumentParser.parse_known_args = real  # type: ignore[method-assign]
-        sys.argv = argv
-    return f"`python -m {module}` ran to the end without parsing arguments"
+    found = capture_parser(module)
+    return (
+        found if not isinstance(found, str) else f"`python -m {module}` did not build a parser here: {found}"
+    )
 
 
 def _parse(module: str, argv: list[str], parsers: dict[str, Any]) -> list[str]:
