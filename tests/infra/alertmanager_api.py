@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,24 @@ def alert_states(
         body = json.dumps([{"labels": labels, "startsAt": now} for labels in alerts]).encode()
         post = urllib.request.Request(api, body, {"Content-Type": "application/json"}, method="POST")
         urllib.request.urlopen(post, timeout=5).close()  # noqa: S310 (loopback)
-        with urllib.request.urlopen(api, timeout=5) as got:  # noqa: S310 (loopback)
-            received = json.load(got)
+        return _settled(api, len(alerts))
     finally:
         stop_group(proc)
-    return {(a["labels"]["alertname"], a["labels"]["environment"]): a["status"]["state"] for a in received}
+
+
+def _settled(api: str, expected: int, attempts: int = 20) -> dict[tuple[str, str], str]:
+    """The states once two reads 0.25 s apart agree. Alertmanager's inhibitor learns of a source alert from a
+    subscription of its own, after the POST has returned: a GET right away could see the target still active
+    (it failed that way once in CI, 1 run in many)."""
+    previous: dict[tuple[str, str], str] | None = None
+    for _ in range(attempts):
+        with urllib.request.urlopen(api, timeout=5) as got:  # noqa: S310 (loopback)
+            received = json.load(got)
+        states = {
+            (a["labels"]["alertname"], a["labels"]["environment"]): a["status"]["state"] for a in received
+        }
+        if len(states) == expected and states == previous:
+            return states
+        previous = states
+        time.sleep(0.25)
+    raise AssertionError(f"Alertmanager's alert states did not settle in {attempts * 0.25:.0f} s: {previous}")
