@@ -9,11 +9,13 @@ the `ModelConfig` protobuf shipped in tritonclient.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from serving.engine_config import OnnxRuntimeOptimization
 from serving.errors import ConfigError
+from serving.pbtxt import Enum, render
 
 DataType = Literal["TYPE_STRING", "TYPE_INT64", "TYPE_INT32", "TYPE_FP32", "TYPE_FP16", "TYPE_BOOL"]
 DATA_TYPES: frozenset[str] = frozenset(DataType.__args__)  # type: ignore[attr-defined]
@@ -26,10 +28,6 @@ NUMPY_DTYPE: dict[str, str] = {
     "TYPE_FP16": "float16",
     "TYPE_BOOL": "bool",
 }
-
-
-class _Enum(str):
-    """A protobuf enum value: rendered bare (`KIND_CPU`), not quoted."""
 
 
 def _check_name(name: str, what: str) -> None:
@@ -61,7 +59,7 @@ class Tensor:
     def message(self) -> dict[str, object]:
         msg: dict[str, object] = {
             "name": self.name,
-            "data_type": _Enum(self.data_type),
+            "data_type": Enum(self.data_type),
             "dims": list(self.dims),
         }
         if self.optional:
@@ -94,7 +92,7 @@ class DynamicBatching:
             msg["preferred_batch_size"] = list(self.preferred_batch_size)
         if self.queue_timeout_microseconds:
             msg["default_queue_policy"] = {
-                "timeout_action": _Enum("REJECT"),
+                "timeout_action": Enum("REJECT"),
                 "default_timeout_microseconds": self.queue_timeout_microseconds,
                 "allow_timeout_override": True,
             }
@@ -116,7 +114,7 @@ class InstanceGroup:
             raise ConfigError("instance_group.gpus only applies to kind KIND_GPU")
 
     def message(self) -> dict[str, object]:
-        msg: dict[str, object] = {"count": self.count, "kind": _Enum(self.kind)}
+        msg: dict[str, object] = {"count": self.count, "kind": Enum(self.kind)}
         if self.gpus:
             msg["gpus"] = list(self.gpus)
         return msg
@@ -171,7 +169,7 @@ class Warmup:
                 {
                     "key": key,
                     "value": {
-                        "data_type": _Enum(w.data_type),
+                        "data_type": Enum(w.data_type),
                         "dims": list(w.dims),
                         "zero_data": w.zero_data,
                     },
@@ -179,94 +177,6 @@ class Warmup:
                 for key, w in self.inputs.items()
             ],
         }
-
-
-# Where the TensorRT engines and timing cache live in the serving pod: a volume (infra/k8s/serving.py mounts
-# it), so a restarted pod or a new request shape reuses engines instead of rebuilding them (minutes each).
-TRT_CACHE_PATH = "/trt-cache"
-# Graph optimisation as Triton's onnxruntime backend maps `optimization.graph.level` (its README: unset/0 =
-# all optimisations, 1 = basic + extended, -1 = basic, 2 = none); the python stand-in applies the same map.
-ORT_GRAPH_LEVELS: dict[int, str] = {
-    0: "ORT_ENABLE_ALL",
-    1: "ORT_ENABLE_EXTENDED",
-    -1: "ORT_ENABLE_BASIC",
-    2: "ORT_DISABLE_ALL",
-}
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TensorRTProfile:
-    """One TensorRT optimisation profile: the [batch, sequence] shapes of the serving traffic.
-
-    TensorRT builds one engine per profile; a request outside [min, max] falls back to a rebuild, so the
-    range covers every shape the batcher can form (batch 1..max_batch_size, length 1..max_length).
-    """
-
-    inputs: tuple[str, ...]
-    min_shape: tuple[int, int]
-    opt_shape: tuple[int, int]
-    max_shape: tuple[int, int]
-
-    def __post_init__(self) -> None:
-        lo, opt, hi = self.min_shape, self.opt_shape, self.max_shape
-        if any(d < 1 for d in (*lo, *opt, *hi)) or not all(
-            a <= b <= c for a, b, c in zip(lo, opt, hi, strict=True)
-        ):
-            raise ConfigError(
-                f"TensorRT profile needs 1 <= min <= opt <= max per dimension, got {lo}, {opt}, {hi}"
-            )
-
-    def parameters(self) -> dict[str, str]:
-        def shapes(shape: tuple[int, int]) -> str:
-            return ",".join(f"{name}:{shape[0]}x{shape[1]}" for name in self.inputs)
-
-        return {
-            "trt_profile_min_shapes": shapes(self.min_shape),
-            "trt_profile_opt_shapes": shapes(self.opt_shape),
-            "trt_profile_max_shapes": shapes(self.max_shape),
-        }
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OnnxRuntimeOptimization:
-    """`optimization` of Triton's onnxruntime backend; the local python stand-in reads the same block."""
-
-    graph_level: int = 0
-    """A key of ORT_GRAPH_LEVELS; 0 (unset) = ORT_ENABLE_ALL, what the stand-in and the export parity use."""
-    tensorrt: TensorRTProfile | None = None
-    """GPU only: TensorRT runs the subgraphs it supports (fp16) for this profile, CUDA the rest; engines cached."""
-    trt_cache_path: str = TRT_CACHE_PATH
-
-    def __post_init__(self) -> None:
-        if self.graph_level not in ORT_GRAPH_LEVELS:
-            raise ConfigError(
-                f"optimization graph level {self.graph_level}: use one of {sorted(ORT_GRAPH_LEVELS)} "
-                "(0 = all, 1 = extended, -1 = basic, 2 = none)"
-            )
-
-    def message(self) -> dict[str, object]:
-        msg: dict[str, object] = {}
-        if self.graph_level:
-            msg["graph"] = {"level": self.graph_level}
-        if self.tensorrt is not None:
-            parameters = {
-                "precision_mode": "FP16",
-                "max_workspace_size_bytes": str(1 << 30),
-                "trt_engine_cache_enable": "1",
-                "trt_engine_cache_path": self.trt_cache_path,
-                "trt_timing_cache_enable": "1",
-                "trt_timing_cache_path": self.trt_cache_path,
-                **self.tensorrt.parameters(),
-            }
-            msg["execution_accelerators"] = {
-                "gpu_execution_accelerator": [
-                    {
-                        "name": "tensorrt",
-                        "parameters": [{"key": k, "value": v} for k, v in parameters.items()],
-                    }
-                ]
-            }
-        return msg
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -369,34 +279,5 @@ class ModelConfig:
     def render(self) -> str:
         return (
             "# Generated by `python -m serving build`; edit serving/repository.py, not this file.\n"
-            + _render(self.message(), 0)
+            + render(self.message(), 0)
         )
-
-
-def _scalar(value: object) -> str:
-    if isinstance(value, _Enum):
-        return str(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise ConfigError(f"cannot render {value!r} in protobuf text format")
-
-
-def _render(message: Mapping[str, object], depth: int) -> str:
-    pad = "  " * depth
-    lines: list[str] = []
-    for key, value in message.items():
-        if isinstance(value, Mapping):
-            lines += [f"{pad}{key} {{", _render(value, depth + 1).rstrip("\n"), f"{pad}}}"]
-        elif isinstance(value, Sequence) and not isinstance(value, str):
-            if value and all(isinstance(v, Mapping) for v in value):
-                for item in value:
-                    lines += [f"{pad}{key} {{", _render(item, depth + 1).rstrip("\n"), f"{pad}}}"]  # type: ignore[arg-type]
-            else:
-                lines.append(f"{pad}{key}: [{', '.join(_scalar(v) for v in value)}]")
-        else:
-            lines.append(f"{pad}{key}: {_scalar(value)}")
-    return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from serving.config import TRT_CACHE_PATH
+from serving.engine_config import TRT_CACHE_PATH
 from serving.errors import ConfigError
 
 Backend = Literal["onnxruntime", "python"]

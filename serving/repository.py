@@ -33,13 +33,12 @@ from serving.config import (
     DynamicBatching,
     InstanceGroup,
     ModelConfig,
-    OnnxRuntimeOptimization,
     Tensor,
-    TensorRTProfile,
     VersionPolicy,
     Warmup,
     WarmupInput,
 )
+from serving.engine_config import OnnxRuntimeOptimization, TensorRTProfile
 from serving.errors import ConfigError
 from serving.options import Backend, BuildOptions, stored_options  # noqa: F401 (Backend: the name importers use)
 

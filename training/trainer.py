@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training import accel, data, distributed, features, output_lock, preemption, report, rerun
+from training import accel, data, distributed, features, output_lock, preemption, report, rerun, resume_checks
 from training import checkpoint as ckpt
 from training import environment as env
 from training import state as state_mod
@@ -179,8 +179,8 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
             or state
         )
     else:
-        state_mod.check_fresh_start(store)
-    state_mod.check_preemption_cap(state)
+        resume_checks.check_fresh_start(store)
+    resume_checks.check_preemption_cap(state)
     state.attempts += 1
 
     tracker = Tracker(config.mlflow and bool(env.TRAINING_MLFLOW.get()) and dist.is_main, output, config.name)

@@ -3,7 +3,7 @@
 
 import triton_python_backend_utils as pb_utils
 
-# `optimization.graph.level` as Triton's onnxruntime backend maps it (serving/config.py ORT_GRAPH_LEVELS).
+# `optimization.graph.level` as Triton's onnxruntime backend maps it (serving/engine_config.py ORT_GRAPH_LEVELS).
 GRAPH_LEVEL_NAMES = {
     0: "ORT_ENABLE_ALL",
     1: "ORT_ENABLE_EXTENDED",

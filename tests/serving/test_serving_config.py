@@ -7,16 +7,14 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from serving.config import (
-    ORT_GRAPH_LEVELS,
-    TRT_CACHE_PATH,
     DynamicBatching,
     EnsembleStep,
     InstanceGroup,
     ModelConfig,
     Tensor,
-    TensorRTProfile,
     VersionPolicy,
 )
+from serving.engine_config import ORT_GRAPH_LEVELS, TRT_CACHE_PATH, TensorRTProfile
 from serving.errors import ConfigError
 from serving.repository import MODEL_SOURCES, BuildOptions, model_configs
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from training import checkpoint as ckpt
-from training import presets
+from training import presets, resume_checks
 from training import state as state_mod
 from training.config import apply_overrides
 from training.errors import EXIT_OK, EXIT_PREEMPTION_LIMIT, ConfigError, PreemptionLimit
@@ -64,12 +64,12 @@ def _trainer_json(world_size: int, batch_in_epoch: int, epoch: int = 1) -> dict:
 
 def test_resume_with_another_world_size_mid_epoch_is_refused_clearly() -> None:
     with pytest.raises(ConfigError) as info:
-        state_mod.check_world_size(_trainer_json(2, 7), "s3://b/run/step-000000042", 4)
+        resume_checks.check_world_size(_trainer_json(2, 7), "s3://b/run/step-000000042", 4)
     message = str(info.value)
     assert "saved by 2 processes" in message and "with 4 processes" in message and "Resume with 2" in message
     # Same world size, or an epoch boundary (nothing half consumed): exact, allowed.
-    state_mod.check_world_size(_trainer_json(2, 7), "x", 2)
-    state_mod.check_world_size(_trainer_json(2, 0), "x", 4)
+    resume_checks.check_world_size(_trainer_json(2, 7), "x", 2)
+    resume_checks.check_world_size(_trainer_json(2, 0), "x", 4)
 
 
 def test_resume_with_another_world_size_refuses_in_a_real_run(
@@ -93,13 +93,13 @@ def test_resume_with_another_world_size_refuses_in_a_real_run(
 
 def test_preemption_cap_refuses_with_its_own_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAINING_MAX_PREEMPTIONS", "3")
-    state_mod.check_preemption_cap(state_mod.State(preemptions=2))
+    resume_checks.check_preemption_cap(state_mod.State(preemptions=2))
     with pytest.raises(PreemptionLimit) as info:
-        state_mod.check_preemption_cap(state_mod.State(preemptions=3))
+        resume_checks.check_preemption_cap(state_mod.State(preemptions=3))
     assert info.value.exit_code == EXIT_PREEMPTION_LIMIT
     assert "TRAINING_MAX_PREEMPTIONS" in str(info.value)
     monkeypatch.setenv("TRAINING_MAX_PREEMPTIONS", "0")  # 0 disables
-    state_mod.check_preemption_cap(state_mod.State(preemptions=1000))
+    resume_checks.check_preemption_cap(state_mod.State(preemptions=1000))
 
 
 def _mid_epoch_checkpoint(out: Path) -> None:
@@ -138,11 +138,11 @@ def test_mid_epoch_resume_with_another_batch_size_is_refused_not_spun_forever(tm
 def test_batch_order_check_allows_epoch_boundaries_and_other_settings() -> None:
     config = presets.smoke()
     saved = {"state": {"batch_in_epoch": 5, "epoch": 1}, "config": config.to_dict()}
-    state_mod.check_batch_order(saved, "x", apply_overrides(config, ["optim.lr=1e-4", "epochs=9"]))
+    resume_checks.check_batch_order(saved, "x", apply_overrides(config, ["optim.lr=1e-4", "epochs=9"]))
     boundary = {**saved, "state": {"batch_in_epoch": 0, "epoch": 2}}
-    state_mod.check_batch_order(boundary, "x", apply_overrides(config, ["batch_size=64"]))
+    resume_checks.check_batch_order(boundary, "x", apply_overrides(config, ["batch_size=64"]))
     with pytest.raises(ConfigError, match=r"data.max_length=64; this run has data.max_length=32"):
-        state_mod.check_batch_order(saved, "x", apply_overrides(config, ["data.max_length=32"]))
+        resume_checks.check_batch_order(saved, "x", apply_overrides(config, ["data.max_length=32"]))
 
 
 def test_resume_false_over_another_runs_checkpoints_is_refused_and_loses_nothing(
