@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from containers import buildah, docker_engine, localbase, requirements, sbom, wheelhouse
 from containers.errors import ContainerError
 from containers.model_repository import MODEL_REPOSITORY_CONTEXT, prepare_model_repository
-from containers.provenance import build_key, git_metadata, tree_digest
-from containers.publish import IMAGES, push, registry_repositories
+from containers.provenance import BUILD_KEY_LABEL, build_key, git_metadata, tree_digest
+from containers.publish import IMAGES, check_target, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 LOCAL_REPOSITORY = "localhost/eu-ml-platform"
 RECORD = REPO_ROOT / "reports/images/build-record.json"
-BUILD_KEY_LABEL = "eu.ml-platform.build-key"
 
 Builder = Literal["docker", "buildah"]
 
@@ -303,7 +302,7 @@ def _inspect(entry: dict[str, Any], builder: Builder, client: Any, epoch: str, s
     ref = entry["tags"][0]
     found = sbom.inventory_docker(client, ref) if builder == "docker" else sbom.inventory_buildah(ref)
     image = "training" if entry["name"].endswith("/training") else "serving"
-    path = sbom.write_sbom(found, sbom_dir / f"{image}.cdx.json", epoch=epoch)
+    path = sbom.write_sbom(found, sbom_dir / f"{image}.cdx.json", epoch=epoch, image=entry)
     entry["sbom"] = str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
     entry["python"] = found["python"]
     if image == "training":
@@ -337,6 +336,9 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             )
     repos = registry_repositories(args.stack, args.registry) if args.push else {}
     version = compute()
+    for repository in repos.values():
+        # Before minutes of building: a target the push would refuse anyway.
+        check_target(repository, version.on_local_base("0" * 8) if base == "local" else version)
     epoch = git_metadata()["SOURCE_DATE_EPOCH"]
     entries: dict[str, dict[str, Any]] = {}
     for image in args.only or IMAGES:

@@ -17,6 +17,10 @@ from pathlib import Path
 from containers import requirements
 from containers.version import REPO_ROOT, Version
 
+# The label an image carries its build key in: a tag is reused (locally and in a registry) only
+# when the image under it carries the same key.
+BUILD_KEY_LABEL = "eu.ml-platform.build-key"
+
 
 def git_metadata(root: Path = REPO_ROOT) -> dict[str, str]:
     """Revision, source URL and the commit time (the reproducible 'created')."""

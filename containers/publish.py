@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from containers import docker_engine, registry
 from containers.errors import ContainerError
+from containers.provenance import BUILD_KEY_LABEL
 from containers.version import REPO_ROOT, Version
 
 IMAGES = ("training", "serving")
@@ -49,29 +50,65 @@ def registry_repositories(stack: str | None, registry: str | None) -> dict[str, 
     )
 
 
+def check_target(repository_url: str, version: Version) -> None:
+    """Refuse a push target before anything is built: a malformed repository, or a dirty or
+    local-base version bound for a registry others pull from (minutes of building for nothing)."""
+    loopback = registry.is_loopback(registry.split_repository(repository_url)[0])
+    if version.dirty and not loopback:
+        raise ContainerError(
+            f"refusing to push {version.tag}: it was built from uncommitted changes; commit, then build again"
+        )
+    if version.local and not loopback:
+        raise ContainerError(
+            f"refusing to push {version.tag} to {repository_url}: it was built on a local stand-in "
+            "base, not the pinned NVIDIA base (build with --base nvidia for a registry others pull from)"
+        )
+
+
+def _registry_tag(repository_url: str, tag: str) -> tuple[str, str] | None:
+    """(digest, build key label) of the image the registry already serves under `tag`, None if none."""
+    from pipeline import images
+
+    host, path = registry.split_repository(repository_url)
+    try:
+        digest = images.manifest_digest(host, path, tag)
+        labels = images.resolve(f"{host}/{path}@{digest}")["labels"]
+    except images.RegistryError as exc:
+        # pipeline's client names the status in its message: 404 is "no such tag (or repository) yet".
+        if "HTTP 404" in str(exc):
+            return None
+        raise ContainerError(f"could not ask {repository_url} whether tag {tag} exists: {exc}") from None
+    return digest, str(labels.get(BUILD_KEY_LABEL, ""))
+
+
 def push(
     entry: dict[str, Any], repository_url: str, version: Version, *, builder: Builder, client: Any
 ) -> None:
     """Push, then confirm: a pull by `<repository>@<digest>` with the same engine and the
-    registry's own manifest answer must both give the digest the push returned."""
-    loopback = registry.is_loopback(registry.split_repository(repository_url)[0])
-    if version.dirty and not loopback:
-        raise ContainerError(
-            f"refusing to push {entry['version']}: it was built from uncommitted changes; commit, then build again"
-        )
-    if version.local and not loopback:
-        raise ContainerError(
-            f"refusing to push {entry['version']} to {repository_url}: it was built on a local stand-in "
-            "base, not the pinned NVIDIA base (build with --base nvidia for a registry others pull from)"
-        )
+    registry's own manifest answer must both give the digest the push returned.
+
+    Tags never move in the registry either: a tag it already holds is reused when that image
+    carries this build's key (same inputs; ECR and Artifact Registry, immutable here, refuse a
+    second push of a tag even with the same bytes) and refused when it carries another."""
+    check_target(repository_url, version)
     tag = entry["version"]
-    if builder == "buildah":
+    existing = _registry_tag(repository_url, tag)
+    if existing is not None and existing[1] != entry.get("build_key"):
+        raise ContainerError(
+            f"{repository_url}:{tag} already names {existing[0]}, built from other inputs (build key "
+            f"{existing[1][:12] or 'none'} != {str(entry.get('build_key'))[:12]}): tags never move; commit "
+            "the change (a new version) or delete that tag from the registry"
+        )
+    if existing is not None:
+        digest = existing[0]  # the same inputs are already there: reuse, do not push again
+    elif builder == "buildah":
         digest = registry.buildah_push(entry["tags"][0], repository_url, tag)
-        ref = registry.reference(repository_url, digest)
-        pulled = registry.buildah_pull_digest(ref)
     else:
         digest = docker_engine.push(client, entry["tags"][0], repository_url, tag)
-        ref = registry.reference(repository_url, digest)
+    ref = registry.reference(repository_url, digest)
+    if builder == "buildah":
+        pulled = registry.buildah_pull_digest(ref)
+    else:
         pulled = docker_engine.pull_digest(client, ref)
     served = registry.manifest_digest(f"{repository_url}:{tag}")
     if not (pulled == served == digest):
@@ -84,3 +121,4 @@ def push(
     entry["tags"].append(f"{repository_url}:{tag}")
     entry["pushed"] = True
     entry["pull_verified"] = True
+    entry["reused_registry_tag"] = existing is not None

@@ -51,8 +51,12 @@ def inventory_docker(client: Any, ref: str) -> dict[str, Any]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def write_sbom(inventory: dict[str, Any], out: Path, *, epoch: str | None = None) -> Path:
-    """CycloneDX 1.6 JSON of the inventory, validated by the generator itself."""
+def write_sbom(
+    inventory: dict[str, Any], out: Path, *, epoch: str | None = None, image: dict[str, Any] | None = None
+) -> Path:
+    """CycloneDX 1.6 JSON of the inventory, validated by the generator itself; with `image` (a
+    record entry: name, version, build_key, base_image, base_digest) the BOM names the image it
+    describes and the base it was built on, by digest, and is validated again against the schema."""
     import os
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +85,61 @@ def write_sbom(inventory: dict[str, Any], out: Path, *, epoch: str | None = None
     )
     if proc.returncode != 0:
         raise ContainerError(f"cyclonedx-py failed: {proc.stderr[-2000:]}")
+    if image is not None:
+        out.write_text(json.dumps(_with_subject(json.loads(out.read_text()), image), indent=2) + "\n")
     return out
+
+
+def _oci_purl(ref: str, digest: str) -> str:
+    """purl-spec's `oci` type: the digest is the version, where it lives a qualifier."""
+    from packageurl import PackageURL
+
+    repository = ref.partition("@")[0]
+    tag = ""
+    if ":" in repository.rpartition("/")[2]:
+        repository, _, tag = repository.rpartition(":")
+    qualifiers = {"repository_url": repository, **({"tag": tag} if tag else {})}
+    return str(
+        PackageURL(
+            type="oci", name=repository.rpartition("/")[2].lower(), version=digest, qualifiers=qualifiers
+        )
+    )
+
+
+def _with_subject(bom: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
+    """The image as the BOM's subject (metadata.component) and its base as a component pinned by
+    digest: a BOM that does not say which image it describes cannot be checked against one. The
+    image's registry digest is not known yet (a push compresses layers): the pushed digest is bound
+    to this BOM by the cosign attestation, the build key here ties it to the record."""
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    base_ref = "base-image"
+    base_digest = str(image["base_digest"])
+    bom["metadata"]["component"] = {
+        "type": "container",
+        "bom-ref": "image",
+        "name": image["name"],
+        "version": image["version"],
+        "properties": [{"name": "eu.ml-platform:build-key", "value": image["build_key"]}],
+    }
+    bom["components"].append(
+        {
+            "type": "container",
+            "bom-ref": base_ref,
+            "name": str(image["base_image"]).partition("@")[0],
+            "version": base_digest,
+            "hashes": [{"alg": "SHA-256", "content": base_digest.removeprefix("sha256:")}],
+            "purl": _oci_purl(str(image["base_image"]), base_digest),
+        }
+    )
+    refs = [c["bom-ref"] for c in bom["components"]]
+    bom.setdefault("dependencies", []).append({"ref": "image", "dependsOn": refs})
+    bom["dependencies"].append({"ref": base_ref})
+    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom))
+    if errors is not None:
+        raise ContainerError(f"the SBOM of {image['name']} is not valid CycloneDX 1.6: {errors}")
+    return bom
 
 
 def check_torch(inventory: dict[str, Any], expected_torch: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from containers import build, publish
+from containers import build, publish, sbom
 from containers.errors import ContainerError
 from containers.version import Version
 
@@ -165,10 +165,67 @@ def test_registry_scheme_is_refused() -> None:
 
 
 def test_torch_of_the_image_must_match_the_lock() -> None:
-    from containers import sbom
-
     sbom.check_torch({"torch": "2.13.0a0+b1f2c3d.nv26.07", "cuda": "13.0"}, "2.13.0+cpu")
     with pytest.raises(ContainerError, match="lock expects"):
         sbom.check_torch({"torch": "2.9.0+cu130", "cuda": "13.0"}, "2.13.0+cpu")
     with pytest.raises(ContainerError, match="no importable torch"):
         sbom.check_torch({"torch": None}, "2.13.0+cpu")
+
+
+@pytest.mark.parametrize(
+    ("registry", "why"),
+    [
+        ("registry.example.eu/ML", "is not a registry repository"),  # uppercase path
+        ("http://registry.example.eu/ml", "without a scheme"),
+        ("registry.example.eu/ml", "refusing to push"),  # a local-base build bound for a shared registry
+    ],
+)
+def test_a_push_target_the_push_would_refuse_is_refused_before_building(
+    registry: str,
+    why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def built(*_: object) -> None:
+        raise AssertionError("started building before checking the push target")
+
+    monkeypatch.setattr(build, "_base", built)  # the first step that costs minutes (the base image)
+    monkeypatch.setattr(build, "_choose_builder", lambda choice: ("buildah", None))
+    record = tmp_path / "record.json"
+    argv = ["--push", "--registry", registry, "--base", "local", "--record", str(record)]
+    assert build.main(argv) == 1
+    assert why in capsys.readouterr().err
+    assert not record.exists()
+
+
+def test_sbom_names_its_image_and_the_base_by_digest(tmp_path: Path) -> None:
+    """A reviewer holding the SBOM must be able to tell which image and which base it describes;
+    the document stays valid against CycloneDX's own 1.6 JSON schema (strict)."""
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    base = "nvcr.io/nvidia/tritonserver:26.08-py3@sha256:" + "9" * 64
+    entry = {
+        "name": "localhost/eu-ml-platform/serving",
+        "version": "0.1.0-abc1234-m3",
+        "build_key": "k" * 64,
+        "base_image": base,
+        "base_digest": "sha256:" + "9" * 64,
+    }
+    inventory = {"packages": ["numpy==2.3.4", "tokenizers==0.22.1"]}
+    path = sbom.write_sbom(inventory, tmp_path / "serving.cdx.json", epoch="1700000000", image=entry)
+    text = path.read_text()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    bom = json.loads(text)
+    subject = bom["metadata"]["component"]
+    assert (subject["type"], subject["name"], subject["version"]) == (
+        "container",
+        entry["name"],
+        entry["version"],
+    )
+    assert {"name": "eu.ml-platform:build-key", "value": "k" * 64} in subject["properties"]
+    (found,) = [c for c in bom["components"] if c["type"] == "container"]
+    assert found["version"] == entry["base_digest"] and found["name"] == base.partition("@")[0]
+    assert found["purl"].startswith(f"pkg:oci/tritonserver@sha256:{'9' * 64}?repository_url=nvcr.io/")
+    assert {c["name"] for c in bom["components"]} >= {"numpy", "tokenizers"}
