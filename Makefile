@@ -98,7 +98,7 @@ lock: $(VENV)/.installed  ## recompile the hashed locks (requirements/*.txt) wit
 demo: envs  ## run the whole lifecycle locally (plan, policy, train, export, serve, monitor, promote)
 	$(PY) -m demo
 
-demo-fast: envs  ## the same lifecycle with the tiny `smoke` model (what CI runs; the gates reject it)
+demo-fast: envs  ## the same lifecycle with the tiny `smoke` model (what CI runs; the gates may promote or reject it)
 	$(PY) -m demo --fast
 
 test: setup  ## set up and run every test (unit + integration)

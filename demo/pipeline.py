@@ -23,7 +23,8 @@ from typing import Any
 from demo import report
 from demo.bucket import MotoS3
 from demo.monitor import LOGS_BUCKET, clean_texts, server_environment, stage_monitor
-from demo.stages import Runner, StageFailed, missing_tools, stop_signals_interrupt
+from demo.paths import BadPath, claimed, model_repository
+from demo.stages import Runner, StageFailed, missing_tools, stop_signals_interrupt, stopping
 
 PY = sys.executable
 DATA_BUCKET, CHECKPOINT_BUCKET = "eu-ml-demo-data", "eu-ml-demo-checkpoints"
@@ -45,7 +46,7 @@ class DemoConfig:
     work: Path = Path("runs/demo")
     """Training output, model repository, model store and registry (replaced on each run)."""
     fast: bool = False
-    """The smoke preset (tiny random model: fast, does not beat the baseline) and a shorter load test: CI."""
+    """The smoke preset (tiny random model: fast; may or may not beat the baseline) and a shorter load test: CI."""
     quiet: bool = False
     """Do not echo the commands' output (it is still in the logs)."""
 
@@ -182,7 +183,7 @@ def stage_serve(
     with r.stage("serve", "Triton model repository + real tritonserver + smoke check + load test") as st:
         from serving.server import TritonServer
 
-        bundle, repo = cfg.train_dir / "export", cfg.work / "model-repo"
+        bundle, repo = cfg.train_dir / "export", model_repository(cfg, live)
         r.run([PY, "-m", "serving", "build", str(bundle), str(repo)], timeout_s=180)
         loadtest_path = cfg.out / "loadtest.json"
         s3.create_bucket(LOGS_BUCKET)
@@ -225,10 +226,15 @@ def stop_server(r: Runner, live: dict[str, Any]) -> None:
     server = live.pop("server", None)
     if server is None:
         return
-    # The server's log lives in a temporary folder removed when it stops: keep a copy.
-    if server.log_path and Path(server.log_path).exists():
-        shutil.copy(server.log_path, r.logs / "tritonserver.log")
-    server.stop()
+    # The server's log lives in a temporary folder removed when it stops: keep a copy. A copy that fails (a
+    # full disk) must not keep the server running: it was popped from `live`, nothing else would stop it.
+    try:
+        if server.log_path and Path(server.log_path).exists():
+            shutil.copy(server.log_path, r.logs / "tritonserver.log")
+    except OSError as exc:
+        r.say(f"demo: could not keep tritonserver's log ({exc})")
+    finally:
+        server.stop()
 
 
 def stage_promote(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
@@ -267,16 +273,20 @@ def stage_promote(r: Runner, cfg: DemoConfig, summary: dict[str, Any]) -> None:
 
 
 def run(cfg: DemoConfig) -> int:
-    """Ctrl-C, SIGTERM and SIGHUP stop it (exit 130) after stopping what it started; later signals wait."""
+    """Ctrl-C, SIGTERM and SIGHUP stop it (exit 130) after stopping what it started; later signals wait.
+    Folders it cannot use, or that another run holds, exit 2 before anything is removed or started."""
     with stop_signals_interrupt():
-        return _run(cfg)
+        try:
+            with claimed(cfg):
+                return _run(cfg)
+        except BadPath as exc:
+            print(f"demo: {exc}", file=sys.stderr)
+            return 2
 
 
 def _run(cfg: DemoConfig) -> int:
     started = time.time()
-    for path in (cfg.out, cfg.work):
-        shutil.rmtree(path, ignore_errors=True)
-    cfg.out.mkdir(parents=True)
+    # claimed() has emptied both folders: nothing in them is an earlier run's.
     r = Runner(logs=cfg.out / "logs", total=TOTAL_STAGES, quiet=cfg.quiet)
     r.env.update(OFFLINE_ENV)
     summary: dict[str, Any] = {
@@ -312,11 +322,20 @@ def _run(cfg: DemoConfig) -> int:
         }
         code = 130
     finally:
+        stopping()
         stop_server(r, live)
+        if "repo_tmp" in live:
+            shutil.rmtree(live.pop("repo_tmp"), ignore_errors=True)
         s3.stop()
         summary["duration_s"] = round(time.time() - started, 1)
         summary["stages"] = [s.as_dict(cfg.out) for s in r.stages]
-        write_outputs(cfg, summary)
+        try:
+            write_outputs(cfg, summary)
+        except OSError as exc:
+            r.say(
+                f"demo: could not write {cfg.out / 'summary.json'} ({exc}): free space there or pass --reports"
+            )
+            code = code or 1
     if code == 0:
         p = summary["promotion"]
         r.say(
@@ -343,5 +362,13 @@ def write_outputs(cfg: DemoConfig, summary: dict[str, Any]) -> None:
         "Drift, clean window (Evidently HTML)": "monitoring/clean/drift.html",
         "Drift, shifted window (Evidently HTML)": "monitoring/shifted/drift.html",
         "Summary (JSON)": "summary.json",
+    }
+    # <reports>/demo is emptied on each run, the reports root is not: its compliance report is this run's only
+    # once this run's policy stage has passed (before, a stopped run linked an earlier run's findings).
+    policy_ran = any(s["name"] == "policy" and s["status"] == "ok" for s in summary.get("stages", []))
+    links = {
+        title: href
+        for title, href in links.items()
+        if (cfg.out / href).exists() and (policy_ran or not href.startswith("../"))
     }
     (cfg.out / "index.html").write_text(report.render_html(summary, history, links))

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 from demo_processes import MARKER, command_lines, kill_marked
 
@@ -196,3 +197,114 @@ def test_nohup_still_keeps_the_demo_through_a_hang_up(tmp_path: Path) -> None:
         out, summary = _finish(proc, tmp_path, marker)
     assert proc.returncode == 130, out[-3000:]
     assert [(s["name"], s["status"]) for s in summary["stages"]] == [("train", "interrupted")]
+
+
+@pytest.mark.integration
+def test_ctrl_c_while_stopping_after_a_failed_stage_still_stops_the_bucket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage fails, and Ctrl-C comes while the demo stops what it started (Triton drains for up to 20 s):
+    the interrupt cut the stopping short, the moto server (a session of its own) kept running and no summary
+    was written. Real moto server, real signal, in-process demo."""
+    import demo.pipeline as p
+    from localservers import stop_group
+
+    buckets: list[p.MotoS3] = []
+
+    class CtrlCWhileStopping(p.MotoS3):
+        def __init__(self, log: Path) -> None:
+            super().__init__(log)
+            buckets.append(self)
+
+        def stop(self) -> None:
+            if self.proc is not None:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)  # the handler runs here, as it would in Triton's drain
+            super().stop()
+
+    pids: list[int] = []
+
+    def failing(r: p.Runner, cfg: p.DemoConfig, summary: dict) -> None:
+        with r.stage("policy", "starts the bucket, then fails"):
+            pids.append(buckets[0].start(timeout_s=60).proc.pid)  # type: ignore[union-attr]
+            r.fail("stub failure")
+
+    monkeypatch.setattr(p, "missing_tools", lambda: [])
+    monkeypatch.setattr(p, "MotoS3", CtrlCWhileStopping)
+    monkeypatch.setattr(p, "stage_policy", failing)
+    cfg = p.DemoConfig(reports=tmp_path / "reports", work=tmp_path / "work", fast=True, quiet=True)
+    code: int | None = None
+    try:
+        code = p.run(cfg)
+    except KeyboardInterrupt:  # the interrupt escaped the demo: reported below, not as a pytest abort
+        pass
+    finally:
+        leftover = buckets[0].proc if buckets else None
+        alive = leftover is not None and leftover.poll() is None
+        if leftover is not None and alive:
+            stop_group(leftover)
+    assert pids and not alive and not psutil.pid_exists(pids[0]), "the moto server outlived the demo"
+    assert code == 1
+    failed = json.loads((cfg.out / "summary.json").read_text())["failed_stage"]
+    assert (failed["name"], failed["why"]) == ("policy", "stub failure")
+
+
+@pytest.mark.integration
+def test_a_log_that_cannot_be_kept_does_not_keep_the_servers_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk (here: a logs folder no one may write to, root included) when the demo copies tritonserver's
+    log before stopping it: the copy's error skipped the server's stop, then the moto server's, then the
+    summary. The server is a stand-in process in a session of its own (starting Triton is not what is tested);
+    the moto server is real."""
+    import demo.pipeline as p
+    from localservers import stop_group
+
+    class StandInServer:
+        def __init__(self, log: Path) -> None:
+            self.log_path = log
+            self.proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+
+        def stop(self) -> None:
+            stop_group(self.proc, grace_s=5)
+
+    buckets: list[p.MotoS3] = []
+    started: list[subprocess.Popen] = []
+
+    class Recorded(p.MotoS3):
+        def __init__(self, log: Path) -> None:
+            super().__init__(log)
+            buckets.append(self)
+
+    def serve(r: p.Runner, cfg: p.DemoConfig, summary: dict, s3: p.MotoS3, live: dict) -> None:
+        with r.stage("serve", "starts a bucket and a server, then fails"):
+            started.append(s3.start(timeout_s=60).proc)  # type: ignore[arg-type]
+            (tmp_path / "server.log").write_text("served\n")
+            live["server"] = StandInServer(tmp_path / "server.log")
+            started.append(live["server"].proc)
+            subprocess.run(["chattr", "+i", str(r.logs)], check=True)
+            r.fail("stub failure")
+
+    for name in ("stage_policy", "stage_train", "stage_export"):
+        monkeypatch.setattr(p, name, lambda *a: None)
+    monkeypatch.setattr(p, "missing_tools", lambda: [])
+    monkeypatch.setattr(p, "MotoS3", Recorded)
+    monkeypatch.setattr(p, "stage_serve", serve)
+    cfg = p.DemoConfig(reports=tmp_path / "reports", work=tmp_path / "work", fast=True, quiet=True)
+    if subprocess.run(["chattr", "-i", str(tmp_path)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr is not available on this file system")
+    code: int | None = None
+    try:
+        code = p.run(cfg)
+    except OSError:
+        pass  # reported below: what it left running
+    finally:
+        subprocess.run(["chattr", "-i", str(cfg.out / "logs")], check=False)
+        alive = [proc.args for proc in started if proc.poll() is None]
+        for proc in started:
+            if proc.poll() is None:
+                stop_group(proc, grace_s=5)
+    assert len(started) == 2 and not alive, f"left running: {alive}"
+    assert code == 1
+    failed = json.loads((cfg.out / "summary.json").read_text())["failed_stage"]
+    assert (failed["name"], failed["why"]) == ("serve", "stub failure")

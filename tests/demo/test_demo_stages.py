@@ -113,3 +113,22 @@ def test_missing_system_tools_stop_the_demo_before_its_first_stage(
     assert "apt-get install -y prometheus-alertmanager" in summary["failed_stage"]["why"]
     assert "prometheus (" not in summary["failed_stage"]["why"]  # only what is missing is named
     assert "prometheus-alertmanager" in Path(summary["failed_stage"]["log"]).read_text()
+
+
+def test_the_page_links_only_what_this_run_wrote(tmp_path: Path) -> None:
+    """A run stopped before its policy stage linked the compliance report an earlier run left in the reports
+    root (and records it never wrote), as if they were this run's."""
+    cfg = DemoConfig(reports=tmp_path, work=tmp_path / "work")
+    cfg.out.mkdir(parents=True)
+    (tmp_path / "compliance.html").write_text("<p>last week's findings</p>")
+    summary = {"started": "2026-12-02T14:00:00Z", "preset": "demo", "duration_s": 1.0, "stages": [],
+               "failed_stage": {"name": "preflight", "why": "not installed: prometheus", "log": "x"}}  # fmt: skip
+    write_outputs(cfg, summary)
+    page = (cfg.out / "index.html").read_text()
+    assert "../compliance.html" not in page and "promotion-record.json" not in page
+    assert "summary.json" in page
+    # Once this run's policy stage has passed, its report is linked.
+    summary["stages"] = [{"number": 1, "name": "policy", "title": "Policy", "status": "ok", "seconds": 1.0,
+                          "log": "logs/1-policy.log", "detail": ""}]  # fmt: skip
+    write_outputs(cfg, summary)
+    assert "../compliance.html" in (cfg.out / "index.html").read_text()
