@@ -217,6 +217,13 @@ class TritonServer:
             raise ServerError(
                 f"model repository {self.repo} does not exist: run `python -m serving build` first"
             )
+        if any(c.isspace() for c in str(self.repo.resolve())):
+            # Triton's python backend starts each model's stub with the path unquoted
+            # (triton-inference-server/python_backend#401): the server never became ready, after minutes.
+            raise ServerError(
+                f"model repository {self.repo.resolve()} has whitespace in its path, which Triton's python "
+                "backend cannot load models from (python_backend#401): build or copy it to a path without spaces"
+            )
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 return self._start_once()

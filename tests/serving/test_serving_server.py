@@ -230,3 +230,20 @@ def test_a_model_that_fails_to_load_is_named_in_the_start_error(tiny_bundle: Pat
     assert "models failed to load" in message and "`serving pin` a good one" in message
     assert "failed to load 'sentiment' version 1: " in message and "INVALID_PROTOBUF" in message
     assert "failed to load 'classifier'" not in message  # only the broken model is named
+
+
+def test_a_repository_path_with_spaces_is_refused_before_starting(tmp_path: Path) -> None:
+    # Triton's python backend starts model stubs with the path unquoted (python_backend#401): on a real
+    # server the models never load and `start` used to wait out its ready timeout. An empty repository
+    # becomes ready, so the old code started a server here: the refusal must come first.
+    repo = tmp_path / "my models"
+    repo.mkdir()
+    from localservers import free_port
+
+    server = TritonServer(repo, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
+    try:
+        with pytest.raises(ServerError, match="whitespace in its path"):
+            server.start()
+        assert server.process is None
+    finally:
+        server.stop()
