@@ -1,4 +1,4 @@
-"""Fault-tolerant fine-tuning of a pretrained transformer for sentiment (positive/negative).
+"""Fault-tolerant fine-tuning of a pretrained transformer for text classification (the demo: sentiment).
 
 Commands (exit codes: 0 done, 75 preempted: checkpoint saved, rerun the same command to resume; 2 bad config/data):
 

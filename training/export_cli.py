@@ -56,8 +56,8 @@ def _read_texts(
     if bad:
         row, value = bad[0]
         raise ExportError(
-            f"--texts {path}: row {row + 1} has label {value!r}; labels must be {' or '.join(class_names)} "
-            f"or 0/1 ({len(bad)} rows do not), or drop the label column to check parity only"
+            f"--texts {path}: row {row + 1} has label {value!r}; labels must be one of {list(class_names)} "
+            f"or 0..{len(class_names) - 1} ({len(bad)} rows do not), or drop the label column to check parity only"
         )
     return texts, [lab for lab in labels if lab is not None]
 
@@ -103,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--texts",
         type=Path,
-        help="parity texts instead: .jsonl/.csv with text[,label] (label: class name or 0/1), or .txt",
+        help="parity texts instead: .jsonl/.csv with text[,label] (label: class name or id), or .txt",
     )
     p.add_argument("--n-texts", type=int, default=1000, help="at most this many texts (default %(default)s)")
     p.add_argument(
@@ -137,7 +137,11 @@ def _cli_export(args: argparse.Namespace) -> int:
         raise ExportError(
             f"--max-length {args.max_length}: pass >= 2 (the [CLS] and [SEP] tokens), or omit it"
         )
-    config = apply_overrides(presets.get(args.preset), args.overrides)
+    from training.model import with_model_labels
+
+    config = with_model_labels(
+        apply_overrides(presets.get(args.preset), args.overrides), args.model_dir, args.overrides
+    )
     if args.data:
         config = apply_overrides(config, {"data.source": args.data})
     if args.texts is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,31 @@ def load_saved(model_dir: str | Path, error: Callable[[str], Exception]) -> tupl
             "again, or rerun the run's `train` command, which rewrites model/ from its best checkpoint"
         ) from exc
     return tokenizer, model.eval()
+
+
+def with_model_labels(config: Any, model_dir: str | Path, overrides: Sequence[str]) -> Any:
+    """``config`` with data.labels set to the saved model's classes, in its order (its id2label).
+
+    `export` and `evaluate` read a split's labels against data.labels: with the preset's (negative, positive)
+    a model of other classes, or of the same in another order, had its rows dropped as unknown, or read
+    flipped. A data.labels override that contradicts the model is refused, naming both.
+    """
+    from training.export import label_names
+
+    try:
+        saved = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+        id2label = {int(k): str(v) for k, v in (saved.get("id2label") or {}).items()}
+        num_labels = int(saved.get("num_labels") or len(id2label) or 2)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return config  # no readable config.json: loading the folder names its problem
+    names = tuple(label_names(id2label, num_labels))
+    generic = all(name == f"LABEL_{i}" for i, name in enumerate(names))  # a folder not saved by `train`
+    if config.data.labels == names or (generic and len(config.data.labels) == num_labels):
+        return config
+    if any(o.split("=", 1)[0].strip() == "data.labels" for o in overrides):
+        raise ConfigError(
+            "data.labels",
+            f"{','.join(config.data.labels)} but {model_dir} classifies into {list(names)} (class id = "
+            "position): pass the run's data.labels in that order, or leave data.labels out",
+        )
+    return dataclasses.replace(config, data=dataclasses.replace(config.data, labels=names))

@@ -87,6 +87,7 @@ def finish(
                 "test": (dataset.test.texts, dataset.test.labels),
             },
             seed=config.seed,
+            num_classes=len(config.data.labels),
         )
     beats = bool(base) and results["test"]["accuracy"] > base["tfidf_logreg"]["test"]["accuracy"]
     wall = state.wall_seconds + (time.monotonic() - wall_start) if wall_seconds is None else wall_seconds

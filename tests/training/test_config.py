@@ -72,7 +72,7 @@ def test_size_overrides_need_random_init() -> None:
 def test_configs_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         RunConfig().epochs = 3  # type: ignore[misc]
-    with pytest.raises(ConfigError, match="two distinct"):
+    with pytest.raises(ConfigError, match="at least two distinct"):
         DataConfig(labels=("a", "a"))
 
 

@@ -127,7 +127,7 @@ def test_too_few_texts_or_one_label_in_train_name_the_counts_and_the_fix(tmp_pat
     ]
     rows = [r for r in real_rows if r[1] == "negative"] + held_out_positive
     with pytest.raises(
-        DataError, match=r"training split holds one label only \(test: negative \d+, positive \d+"
+        DataError, match=r"training split holds no rows of 'positive' \(test: negative \d+, positive \d+"
     ):
         _load(write_csv(tmp_path / "skewed.csv", rows))
 

@@ -67,13 +67,64 @@ def test_parity_texts_labelled_with_class_names_are_read_as_training_reads_them(
     assert summary["quantization"]["n_texts"] == len(rows)
 
 
+def test_parity_labels_are_read_against_the_models_own_classes(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model trained with data.labels=positive,negative (id 0 = positive): the export read its parity
+    texts' names against the preset's (negative, positive), so every label was flipped and the int8 accuracy
+    in metadata.json was 1 - the real one, silently. Now the model's id2label decides; a data.labels
+    override that contradicts it is exit 2 naming both."""
+    import shutil
+
+    import numpy as np
+    import transformers
+
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config["id2label"], config["label2id"] = (
+        {"0": "positive", "1": "negative"},
+        {"positive": 0, "negative": 1},
+    )
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    # Unbalanced (6 positive, 2 negative): read flipped, the accuracy of a model that says one class for
+    # every text (this random one) is 1 - the real one, not the same 0.5.
+    rows = [(t, "positive" if y else "negative") for t, y in export.TINY_TEXTS if y][:6]
+    rows += [(t, "negative") for t, y in export.TINY_TEXTS if not y][:2]
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text(
+        "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8"
+    )
+
+    code = main(["export", str(model), "--out", str(tmp_path / "bundle"), "--texts", str(texts), "--quantize",
+                 "--no-optimize", "--max-length", "32"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    logits = export.onnx_logits(
+        tmp_path / "bundle" / "model.onnx",
+        transformers.AutoTokenizer.from_pretrained(tmp_path / "bundle" / "tokenizer"),
+        [t for t, _ in rows],
+        32,
+    )
+    ids = np.array([0 if lab == "positive" else 1 for _, lab in rows])
+    quantization = json.loads(captured.out)["quantization"]
+    assert quantization["accuracy_fp32"] == pytest.approx(float(np.mean(logits.argmax(axis=1) == ids)))
+
+    code = main(["export", str(model), "data.labels=negative,positive", "--out", str(tmp_path / "b2"),
+                 "--texts", str(texts)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "['positive', 'negative']" in err and "data.labels: negative,positive but" in err
+    assert not (tmp_path / "b2").exists()
+
+
 def test_unusable_parity_texts_name_the_row_or_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "texts.csv"
     bad.write_text("text,label\ngood,positive\nmeh,neutral\n", encoding="utf-8")
     with pytest.raises(
-        export.ExportError, match=r"row 2 has label 'neutral'; labels must be negative or positive"
+        export.ExportError,
+        match=r"row 2 has label 'neutral'; labels must be one of \['negative', 'positive'\] or 0\.\.1",
     ):
         export._read_texts(bad, 10)
     broken = tmp_path / "texts.jsonl"
