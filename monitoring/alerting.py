@@ -27,6 +27,12 @@ INHIBIT_RULES: list[dict[str, Any]] = [
         "target_matchers": ['alertname="ModelInputDrift"'],
         "equal": ["model"],
     },
+    # ...and its F1 drop (ModelClassQualityDrop) is the same drop measured otherwise.
+    {
+        "source_matchers": ['alertname="ModelQualityDrop"'],
+        "target_matchers": ['alertname="ModelClassQualityDrop"'],
+        "equal": ["model"],
+    },
     # Runs that keep failing leave no success: RetrainingPipelineStale follows RetrainingPipelineFailed of the same
     # environment, one cause told twice. Stale alone is still sent (a suspended CronWorkflow, runs that never finish,
     # no run created). A Stale with a second cause (the CronWorkflow suspended after the failure) stays hidden until

@@ -17,13 +17,43 @@ from monitoring.reference import split_texts
 BATCH = 32
 
 
-def scores(labels: list[int], predicted: list[int], positive_probability: list[float]) -> dict[str, float]:
+def scores(labels: list[int], probabilities: list[list[float]]) -> dict[str, float]:
+    """accuracy, F1 and AUC as training scores its test split (training/metrics.py), so `delta` compares like with
+    like: two classes, F1 and AUC of class id 1; three or more, macro F1 (a rare class weighs as much as a common
+    one) over the classes in the labels or the predictions, and the mean one-vs-rest AUC over the classes present.
+
+    `probabilities`: one row per text, a column per class in class-id order; the prediction is its argmax (the
+    label the endpoint answers)."""
+    import numpy as np
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
-    out = {"accuracy": float(accuracy_score(labels, predicted)), "f1": float(f1_score(labels, predicted))}
-    if len(set(labels)) == 2:
-        out["auc"] = float(roc_auc_score(labels, positive_probability))
+    y, p = np.asarray(labels), np.asarray(probabilities, dtype=np.float64)
+    predicted = p.argmax(axis=1)
+    out = {"accuracy": float(accuracy_score(y, predicted))}
+    if p.shape[1] == 2:
+        out["f1"] = float(f1_score(y, predicted, zero_division=0))
+        if len(set(labels)) == 2:
+            out["auc"] = float(roc_auc_score(y, p[:, 1]))
+    else:
+        classes = sorted(set(y.tolist()) | set(predicted.tolist()))
+        out["f1"] = float(f1_score(y, predicted, labels=classes, average="macro", zero_division=0))
+        present = [c for c in range(p.shape[1]) if 0 < int(np.sum(y == c)) < len(y)]
+        if present:
+            out["auc"] = float(np.mean([roc_auc_score(y == c, p[:, c]) for c in present]))
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def _served_labels(bundle: Path, meta: dict[str, Any], names: list[str]) -> list[str]:
+    """The bundle's classes in the order its probabilities come in (labels.json, as serving reads it), checked
+    against the manifest's: a sample scored by a model of other classes would be a wrong answer, not a low one."""
+    path = Path(bundle) / "labels.json"
+    served = json.loads(path.read_text()) if path.is_file() else meta.get("labels")
+    if not isinstance(served, list) or sorted(map(str, served)) != sorted(names):
+        raise InputError(
+            f"{bundle} classifies into {served!r} but the manifest's data has the classes {names!r}: pass the "
+            "manifest.json of the run that trained this bundle"
+        )
+    return [str(s) for s in served]
 
 
 def run(
@@ -40,17 +70,24 @@ def run(
     pairs = list(zip(texts, labels, strict=True))
     if len(pairs) > rows:
         pairs = random.Random(seed).sample(pairs, rows)
-    names = list(man["labels"])
-    predicted, positive = [], []
+    names = [str(n) for n in man["labels"]]
+    served = _served_labels(bundle, meta, names)
+    # Columns in the manifest's class-id order, whatever order the bundle answers in.
+    column = [served.index(n) for n in names]
+    probabilities: list[list[float]] = []
     try:
         with SentimentClient(url) as client:
             for start in range(0, len(pairs), BATCH):
                 for pred in client.classify([t for t, _ in pairs[start : start + BATCH]]):
-                    predicted.append(names.index(pred.label))
-                    positive.append(float(pred.probabilities[1]))
+                    if pred.label not in names or len(pred.probabilities) != len(served):
+                        raise InputError(
+                            f"endpoint {url} answered {pred.label!r} with {len(pred.probabilities)} probabilities, "
+                            f"but {bundle} classifies into {served}: the endpoint serves another model than --bundle"
+                        )
+                    probabilities.append([float(pred.probabilities[i]) for i in column])
     except ServingError as exc:
         raise InputError(f"endpoint {url}: {exc}") from None
-    measured = scores([y for _, y in pairs], predicted, positive)
+    measured = scores([y for _, y in pairs], probabilities)
     training = {
         k: float(v) for k, v in (meta.get("metrics") or {}).items() if k in measured and v is not None
     }

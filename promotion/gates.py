@@ -16,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from promotion.classes import mismatch
 from promotion.config import EnvironmentConfig, GateConfig
 from promotion.evidence import lapsed_waivers, utc_today
 
@@ -78,15 +79,20 @@ def beats_baseline(metrics: dict[str, Any], cfg: GateConfig) -> GateResult:
 
 
 def not_worse_than_champion(
-    metrics: dict[str, Any], champion: dict[str, Any] | None, cfg: GateConfig, *, environment: str
-) -> GateResult:
-    """`champion` is the current model's metrics.json content (None when the environment has none)."""
+    metrics: dict[str, Any], champion: dict[str, Any] | None, cfg: GateConfig, *, environment: str,
+    classes: list[str] | None = None, champion_classes: list[str] | None = None,
+) -> GateResult:  # fmt: skip
+    """`champion` is the current model's metrics.json content (None when the environment has none); `classes` and
+    `champion_classes` their label names in class-id order (None: not known, as in records before they were kept)."""
     name, threshold = "not-worse-than-champion", -cfg.champion_tolerance
     candidate = _metric(metrics, "test", cfg.metric)
     if champion is None:
         return GateResult(
             name, "not_applicable", None, threshold, f"no model is promoted to {environment} yet"
         )
+    other = mismatch(classes, champion_classes, environment)
+    if other:
+        return GateResult(name, "fail", None, threshold, other)
     best = _metric(champion, "test", cfg.metric)
     if candidate is None or best is None:
         return GateResult(

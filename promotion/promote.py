@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from promotion import gates, interrupted, lock, sequence
+from promotion import classes, gates, interrupted, lock, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
@@ -38,7 +38,7 @@ def run_gates(
     config: PromotionConfig,
     environment: str,
     *,
-    champion_metrics: dict[str, Any] | None,
+    champion: dict[str, Any] | None,
     local_run: bool,
     requested_by: str | None,
     store: ModelStore,
@@ -50,12 +50,14 @@ def run_gates(
     loadtest = evidence.loadtest.data if evidence.loadtest else None
     build = evidence.build_record.data if evidence.build_record else None
     bundle_sha = evidence.bundle_metadata.sha256 if evidence.bundle_metadata else None
+    best = champion["lineage"]["metrics"] if champion else None
+    versus = classes.compared(evidence.manifest, champion)  # the champion's and the candidate's class names
     return [
         sequence.promoted_from(store, env, bundle_sha),
         sequence.loadtest_source(store, env, bundle_sha, evidence.loadtest),
         sequence.image_carries_bundle(build, bundle_sha, local_run=local_run),
         gates.beats_baseline(metrics, g),
-        gates.not_worse_than_champion(metrics, champion_metrics, g, environment=env.name),
+        gates.not_worse_than_champion(metrics, best, g, environment=env.name, **versus),
         gates.onnx_parity(metadata, g),
         gates.int8_accuracy(metadata, g),
         gates.same_dataset(metrics, metadata, build),
@@ -107,12 +109,11 @@ def evaluate(
             evidence, loadtest=sequence.recorded_loadtest(store, env.loadtest_from, evidence, LIVE_LOADTEST)
         )
     current = store.champion(env.name)
-    champion_metrics = current[1]["lineage"]["metrics"] if current else None
     results = run_gates(
         evidence,
         config,
         env.name,
-        champion_metrics=champion_metrics,
+        champion=current[1] if current else None,
         local_run=local_run,
         requested_by=requested_by,
         store=store,

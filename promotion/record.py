@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from promotion import card
+from promotion import card, classes
 from promotion.config import EnvironmentConfig, GateConfig
 from promotion.errors import PromotionError
 from promotion.evidence import Document, Evidence
@@ -118,6 +118,8 @@ def build_record(
         "thresholds": {"gates": dataclasses.asdict(gates_cfg), "environment": dataclasses.asdict(env)},
         "lineage": {
             "dataset_manifest_sha256": metrics.get("dataset_manifest_sha256"),
+            # The classes the next candidate is compared on (promotion/classes.py).
+            "labels": classes.of_manifest(evidence.manifest.data if evidence.manifest else None),
             "code_revision": code_revision(metadata),
             "training_image": image_ref(build, "training"),
             "serving_image": serving_image,

@@ -43,6 +43,7 @@ from infra.config.model import (
     NetworkConfig,
     PlatformConfig,
     PoolConfig,
+    RetrainingConfig,
     ServingConfig,
 )
 
@@ -50,11 +51,11 @@ __all__ = [
     "CLOUDS", "DATA_CLASSIFICATIONS", "DEFAULT_REGION", "ENVIRONMENTS", "EU_REGIONS", "HOURS_PER_MONTH",
     "MAX_ROTATION_DAYS", "MIN_AUDIT_RETENTION_DAYS", "OPEN_CIDRS", "PROJECT", "REQUIRED_TAGS", "AwsConfig",
     "AzureConfig", "BudgetConfig", "Cloud", "ClusterConfig", "ConfigError", "Environment", "MonitoringConfig", "NetworkConfig",
-    "PlatformConfig", "PoolConfig", "ServingConfig", "load", "parse", "project_keys",
+    "PlatformConfig", "PoolConfig", "RetrainingConfig", "ServingConfig", "load", "parse", "project_keys",
 ]  # fmt: skip
 
 # Keys whose values are objects: Pulumi hands a program these as JSON text.
-_STRUCTURED = ("tags", "network", "cluster", "budget", "serving", "aws", "azure", "monitoring")
+_STRUCTURED = ("tags", "network", "cluster", "budget", "serving", "aws", "azure", "monitoring", "retraining")
 
 
 def parse(raw: Mapping[str, Any], *, stack: str) -> PlatformConfig:

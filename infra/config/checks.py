@@ -9,6 +9,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from pydantic.alias_generators import to_snake
+
 from infra.config import limits
 from infra.config.errors import ConfigError
 from infra.config.model import (
@@ -27,7 +29,17 @@ DIGEST = r"(^|@)sha256:[0-9a-f]{64}$"
 
 
 def check(cfg: PlatformConfig) -> None:
-    for rule in (_region, _tags, _network, _cluster, _budget, _serving, _keys_and_logs, _cloud_sections):
+    for rule in (
+        _region,
+        _tags,
+        _network,
+        _cluster,
+        _budget,
+        _serving,
+        _keys_and_logs,
+        _cloud_sections,
+        _retraining,
+    ):
         rule(cfg)
 
 
@@ -277,3 +289,38 @@ def _cloud_sections(cfg: PlatformConfig) -> None:
                     role,
                     f"an IAM role name matching {pattern}, {length.describe()}, optionally after a path",
                 )
+
+
+def _retraining(cfg: PlatformConfig) -> None:
+    """The pipeline's pods read the data themselves: a path on the deploying machine is not there. The classes
+    and columns are checked as training checks them, at `pulumi preview`, not on the first night."""
+    from pipeline import dag, runner
+
+    r = cfg.retraining
+    if ("/" in r.data or "\\" in r.data) and ("://" not in r.data or r.data.startswith("file://")):
+        raise ConfigError(
+            "retraining.data",
+            r.data,
+            "a path on this machine, which the pipeline's pods do not have: give a "
+            "bucket URL (s3://, gs://, az://) of this stack's data bucket",
+        )
+    comma = [label for label in r.labels if "," in label]
+    if comma:
+        raise ConfigError(
+            "retraining.labels",
+            comma[0],
+            "a class name cannot hold a comma (training's data.labels and the "
+            "pipeline pass the classes comma-separated): rename the class in the data",
+        )
+    params = dag.Params(data=r.data, labels=",".join(r.labels), text_column=r.text_column,
+                        label_column=r.label_column)  # fmt: skip
+    keys = {
+        "--labels": "labels",
+        "--text-column": "textColumn",
+        "--label-column": "labelColumn",
+        "--source": "data",
+    }
+    for problem in runner.data_problems(params):
+        flag, _, why = problem.partition(": ")
+        key = keys.get(flag, "data")
+        raise ConfigError(f"retraining.{key}", getattr(r, to_snake(key)), why)

