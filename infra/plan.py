@@ -255,6 +255,24 @@ def render(stacks: Iterable[str], out: Path, root: Path = ROOT) -> dict[str, dic
     return plans
 
 
+def remove_stale(out: Path, stacks: Iterable[str]) -> list[str]:
+    """Delete the plans in `out` of stacks no longer committed (their Pulumi.<stack>.yaml was removed): the policy
+    pack evaluates every plan it finds, so a deleted stack's old plan kept being judged and reported. Only files
+    this module wrote are removed (a plan document naming its own file's stack); anything else is left."""
+    keep, removed = set(stacks), []
+    for path in sorted(out.glob("*.json")):
+        if path.stem in keep:
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(doc, dict) and doc.get("stack") == path.stem and isinstance(doc.get("resources"), list):
+            path.unlink()
+            removed.append(path.stem)
+    return removed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("reports/plan"), help="folder for <stack>.json")
@@ -269,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if not args.stack:
+        for stack in remove_stale(args.out, stacks):
+            print(f"{stack}: removed {args.out / stack}.json (no Pulumi.{stack}.yaml any more)")
     for stack, plan in plans.items():
         print(
             f"{stack}: {len(plan['resources'])} resources ({plan['cloud']}, {plan['region']}) -> {args.out / stack}.json"

@@ -18,29 +18,17 @@ BATCH = 32
 
 
 def scores(labels: list[int], probabilities: list[list[float]]) -> dict[str, float]:
-    """accuracy, F1 and AUC as training scores its test split (training/metrics.py), so `delta` compares like with
-    like: two classes, F1 and AUC of class id 1; three or more, macro F1 (a rare class weighs as much as a common
-    one) over the classes in the labels or the predictions, and the mean one-vs-rest AUC over the classes present.
+    """accuracy, F1 and AUC as training scores its test split (training/metrics.py `scores`, the one definition),
+    so `delta` compares like with like: two classes, F1 and AUC of class id 1; three or more, macro F1 and the mean
+    one-vs-rest AUC over the classes present. An AUC the sample cannot give (one class only) is left out.
 
-    `probabilities`: one row per text, a column per class in class-id order; the prediction is its argmax (the
-    label the endpoint answers)."""
-    import numpy as np
-    from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+    `probabilities`: one row per text, a column per class in class-id order."""
+    import math
 
-    y, p = np.asarray(labels), np.asarray(probabilities, dtype=np.float64)
-    predicted = p.argmax(axis=1)
-    out = {"accuracy": float(accuracy_score(y, predicted))}
-    if p.shape[1] == 2:
-        out["f1"] = float(f1_score(y, predicted, zero_division=0))
-        if len(set(labels)) == 2:
-            out["auc"] = float(roc_auc_score(y, p[:, 1]))
-    else:
-        classes = sorted(set(y.tolist()) | set(predicted.tolist()))
-        out["f1"] = float(f1_score(y, predicted, labels=classes, average="macro", zero_division=0))
-        present = [c for c in range(p.shape[1]) if 0 < int(np.sum(y == c)) < len(y)]
-        if present:
-            out["auc"] = float(np.mean([roc_auc_score(y == c, p[:, c]) for c in present]))
-    return {k: round(v, 4) for k, v in out.items()}
+    from training.metrics import scores as training_scores
+
+    out = training_scores(labels, probabilities)
+    return {k: round(v, 4) for k, v in out.items() if not math.isnan(v)}
 
 
 def _served_labels(bundle: Path, meta: dict[str, Any], names: list[str]) -> list[str]:

@@ -101,3 +101,23 @@ def test_the_same_stack_renders_the_same_bytes(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     first, *others = ((tmp_path / seed / "dev.json").read_bytes() for seed in ("1", "2", "3"))
     assert all(other == first for other in others)
+
+
+def test_a_deleted_stacks_old_plan_is_removed_and_nothing_else(tmp_path: Path) -> None:
+    # `make plan` renders every committed stack into reports/plan, and the policy pack judges every plan there:
+    # a stack whose Pulumi.<stack>.yaml was deleted kept its old plan, and the compliance report kept judging it.
+    def plan_doc(stack: str) -> str:
+        return json.dumps({"stack": stack, "cloud": "aws", "resources": []})
+
+    (tmp_path / "qa.json").write_text(plan_doc("qa"))  # a stack deleted since the last `make plan`
+    (tmp_path / "dev.json").write_text(plan_doc("dev"))
+    (tmp_path / "notes.json").write_text('{"owner": "me"}')  # not a plan: not ours to delete
+    (tmp_path / "copy.json").write_text(plan_doc("dev"))  # a plan under another name: someone's copy
+    (tmp_path / "broken.json").write_text("{")
+    assert planner.remove_stale(tmp_path, planner.committed_stacks()) == ["qa"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "broken.json",
+        "copy.json",
+        "dev.json",
+        "notes.json",
+    ]
