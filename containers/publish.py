@@ -74,8 +74,7 @@ def _registry_tag(repository_url: str, tag: str) -> tuple[str, str] | None:
         digest = images.manifest_digest(host, path, tag)
         labels = images.resolve(f"{host}/{path}@{digest}")["labels"]
     except images.RegistryError as exc:
-        # pipeline's client names the status in its message: 404 is "no such tag (or repository) yet".
-        if "HTTP 404" in str(exc):
+        if exc.status == 404:  # no such tag (or repository) yet
             return None
         raise ContainerError(f"could not ask {repository_url} whether tag {tag} exists: {exc}") from None
     return digest, str(labels.get(BUILD_KEY_LABEL, ""))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -56,6 +57,10 @@ MANIFESTS = ", ".join(
 )
 PLATFORM = {"os": "linux", "architecture": "amd64"}  # the clusters' node pools
 TIMEOUT_S = 30
+RETRIES = 3
+RETRY_PAUSE_S = 1.0
+RETRY_MAX_PAUSE_S = 10.0
+TRANSIENT = frozenset({429, 500, 502, 503, 504})
 
 
 def parse(reference: str) -> tuple[str, str, str]:
@@ -117,7 +122,35 @@ def _refused(url: str, code: int, credential: registry_auth.Credential | None, w
 
 
 def _get(host: str, path: str, accept: str, auth: registry_auth.Credentials) -> tuple[bytes, Message]:
-    """GET <registry>/v2/path, answering one auth challenge: the body and the response headers."""
+    """GET <registry>/v2/path, answering one auth challenge: the body and the response headers.
+
+    A registry's passing trouble (429, 500, 502, 503, 504 or a read that timed out: a rolling restart, a
+    throttled burst of pods) is retried, RETRIES times in all with a growing pause (Retry-After when it says,
+    at most RETRY_MAX_PAUSE_S); a refusal or a missing image is not."""
+    for attempt in range(1, RETRIES + 1):
+        try:
+            return _get_once(host, path, accept, auth)
+        except _Transient as exc:
+            if attempt == RETRIES:
+                raise RegistryError(f"{exc} ({RETRIES} tries)", exc.status) from None
+            time.sleep(min(exc.retry_after or RETRY_PAUSE_S * 2 ** (attempt - 1), RETRY_MAX_PAUSE_S))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _Transient(RegistryError):
+    def __init__(self, message: str, status: int | None, retry_after: float | None = None) -> None:
+        super().__init__(message, status)
+        self.retry_after = retry_after
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:  # an HTTP date: wait as if unsaid
+        return None
+
+
+def _get_once(host: str, path: str, accept: str, auth: registry_auth.Credentials) -> tuple[bytes, Message]:
     url = f"{registry_auth.base_url(host)}/v2/{path}"
     headers = {"Accept": accept}
     credential: registry_auth.Credential | None = None
@@ -127,19 +160,29 @@ def _get(host: str, path: str, accept: str, auth: registry_auth.Credentials) -> 
                 return resp.read(), resp.headers
         except urllib.error.HTTPError as exc:
             challenge = exc.headers.get("WWW-Authenticate", "")
+            if exc.code in TRANSIENT:
+                raise _Transient(
+                    f"{url}: HTTP {exc.code} {exc.reason}",
+                    exc.code,
+                    _retry_after(exc.headers.get("Retry-After")),
+                ) from None
             if exc.code != 401 or attempt == 1:
                 if exc.code in (401, 403):
-                    raise RegistryError(_refused(url, exc.code, credential)) from None
-                raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+                    raise RegistryError(_refused(url, exc.code, credential), exc.code) from None
+                raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}", exc.code) from None
             credential = auth.get(host)
             if challenge.lower().startswith("bearer"):
                 headers["Authorization"] = f"Bearer {_bearer(url, challenge, credential)}"
             elif credential is not None:
                 headers["Authorization"] = f"Basic {credential.basic}"
             else:
-                raise RegistryError(_refused(url, exc.code, None)) from None
+                raise RegistryError(_refused(url, exc.code, None), exc.code) from None
         except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise _Transient(f"{url}: {exc.reason}", None) from None
             raise RegistryError(f"{url}: {exc.reason}") from None
+        except TimeoutError as exc:  # the response's read, after the connection was made
+            raise _Transient(f"{url}: read timed out ({exc})", None) from None
     raise AssertionError("unreachable: the second attempt returns or raises")
 
 

@@ -67,7 +67,13 @@ PULL_NEEDS = {
 
 
 class RegistryError(Exception):
-    """The registry could not confirm an image: unreachable, refused, no usable identity, or other bytes."""
+    """The registry could not confirm an image: unreachable, refused, no usable identity, or other bytes.
+
+    ``status``: the registry's HTTP status when it answered with one (404: no such tag or repository)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
