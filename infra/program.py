@@ -123,6 +123,7 @@ def build(cfg: PlatformConfig) -> dict[str, Any]:
             image=training_image,
             schedule=cfg.monitoring.drift_schedule,
             window=cfg.monitoring.drift_window,
+            model=cfg.retraining.model,
             reference_url=monitoring.fsspec_url(buckets["models"], REFERENCE_PREFIX),
             current_url=monitoring.fsspec_url(buckets["logs"], INFERENCE_PREFIX),
             out_url=monitoring.fsspec_url(buckets["logs"], DRIFT_PREFIX),

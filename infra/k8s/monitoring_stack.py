@@ -50,6 +50,8 @@ class MonitoringArgs:
     reference_url: pulumi.Input[str]
     current_url: pulumi.Input[str]
     out_url: pulumi.Input[str]
+    # The `model` label of the drift gauges (ModelInputDrift names it): the stack's retraining.model.
+    model: str
     storage_env: Mapping[str, str] = field(default_factory=dict)
     sa_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     pod_labels: Mapping[str, str] = field(default_factory=dict)
@@ -219,6 +221,8 @@ class MonitoringStack(pulumi.ComponentResource):
                     pulumi.Output.concat(args.out_url, "/"),
                     "--window",
                     args.window,
+                    "--model",
+                    args.model,
                 ],  # fmt: skip
                 image=args.image,
                 schedule=args.schedule,

@@ -153,6 +153,7 @@ def test_drift_cronjob_reads_the_records_and_writes_its_report(plans: dict[str, 
         "--current", f"{LOGS[stack]}/inference/",
         "--out", f"{LOGS[stack]}/drift/",
         "--window", "24h",  # each daily run judges its day, not the whole history
+        "--model", "sentiment",  # the stack's retraining.model (default): the gauges' model label
     ]  # fmt: skip
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["MONITORING_PUSHGATEWAY_URL"] == "http://prometheus-prometheus-pushgateway.monitoring.svc:9091"

@@ -37,9 +37,22 @@ def _workflow_parameters(plan: Plan) -> dict[str, str]:
     raise AssertionError("no WorkflowTemplate in the plan")
 
 
+def _drift_args(plan: Plan) -> list[str]:
+    for r in plan.of_type("kubernetes:batch/v1:CronJob"):
+        if r["inputs"]["metadata"]["name"] == "drift":
+            return list(
+                r["inputs"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+            )
+    raise AssertionError("no drift CronJob in the plan")
+
+
 def test_the_stacks_retraining_block_is_what_the_nightly_workflow_trains_on() -> None:
     cfg = config.parse(_raw(TEAM), stack="dev")
-    params = _workflow_parameters(Plan(planner.run(cfg, planner.stack_config("dev"))))
+    plan = Plan(planner.run(cfg, planner.stack_config("dev")))
+    # The drift job's gauges name the team's model (ModelInputDrift says which model drifted).
+    args = _drift_args(plan)
+    assert args[args.index("--model") + 1] == "ticket-router"
+    params = _workflow_parameters(plan)
     assert params["model"] == "ticket-router"
     assert params["data"] == TEAM["data"]
     assert params["labels"] == "Facturación,technical,account"
