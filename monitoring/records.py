@@ -70,12 +70,33 @@ class TokenizerFacts:
     def from_files(cls, tokenizer_json: str, max_length: int) -> TokenizerFacts:
         with open(tokenizer_json, encoding="utf-8") as fh:
             doc = json.load(fh)
-        vocab = doc["model"]["vocab"]
-        unk = doc["model"].get("unk_token", "[UNK]")
-        unk_id = int(vocab.get(unk, 100))
-        # [UNK] is a special token too, but it is a word the vocabulary lacked: keep it (unk_share).
-        specials = {t["id"] for t in doc.get("added_tokens", []) if t.get("special")} - {unk_id}
-        return cls(max(vocab.values()) + 1, unk_id, frozenset(specials), int(max_length))
+        model = doc["model"]
+        added = doc.get("added_tokens") or []
+        ids = _piece_ids(model)
+        unk_id = _unk_id(model, ids)
+        # The unknown token is a special token too, but it is a word the vocabulary lacked: keep it (unk_share).
+        specials = {t["id"] for t in added if t.get("special")} - {unk_id}
+        # Added tokens may lie past the model's vocabulary (a team's own tokens): they are words too.
+        size = max([*ids.values(), *(t["id"] for t in added)], default=-1) + 1
+        return cls(size, unk_id, frozenset(specials), int(max_length))
+
+
+def _piece_ids(model: dict[str, Any]) -> dict[str, int]:
+    """{token: id} of a tokenizer.json `model`: WordPiece/BPE/WordLevel store a dict, Unigram (SentencePiece:
+    XLM-R, multilingual-e5) a list of [piece, score] pairs whose position is the id."""
+    vocab = model["vocab"]
+    if isinstance(vocab, list):
+        return {str(entry[0]): i for i, entry in enumerate(vocab)}
+    return {str(token): int(i) for token, i in vocab.items()}
+
+
+def _unk_id(model: dict[str, Any], ids: dict[str, int]) -> int:
+    """The unknown token's id, or -1 when the tokenizer has none (byte-level BPE: every text is encodable, so
+    unk_share stays 0). Unigram names it by id (`unk_id`), the others by token (`unk_token`)."""
+    if "unk_id" in model:
+        return -1 if model["unk_id"] is None else int(model["unk_id"])
+    unk = model.get("unk_token")
+    return ids.get(unk, -1) if unk else -1
 
 
 def describe(ids: Sequence[int], facts: TokenizerFacts) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from training.export_parity import (
     torch_logits,
 )
 from training.export_quantize import quantize_int8
-from training.model import load_saved
+from training.model import check_max_length, load_saved
 
 __all__ = [  # the names importers use; the steps themselves live in training/export_*.py
     "MIN_PARITY_TEXTS",
@@ -183,6 +183,7 @@ def export_bundle(
     check_out(out_dir, model_dir)
     # float32 and eval mode (no dropout): the graph must compute exactly what serving will run.
     tokenizer, model = load_saved(model_dir, ExportError)
+    check_max_length(model, max_length, lambda msg: ExportError(f"max_length={max_length}: {msg}"))
     num_labels = int(model.config.num_labels)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)

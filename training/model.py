@@ -58,6 +58,33 @@ def build_model(config: ModelConfig, labels: tuple[str, ...], seed: int) -> Any:
     return model
 
 
+def position_limit(model: Any) -> int | None:
+    """The longest input, in tokens, that the model's absolute position table covers (None: no such table).
+
+    Read from the table itself: RoBERTa-family models (XLM-R, multilingual-e5, RoBERTa-BNE) number positions
+    from padding_idx + 1, so 514 embeddings hold 512 tokens; BERT's 512 hold 512. A longer input indexes past
+    the table: a traceback mid-training, or, when only served texts are that long, every request of the
+    dynamic batch failing in the classifier.
+    """
+    embeddings = getattr(getattr(model, "base_model", None), "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    size = getattr(table, "num_embeddings", None)
+    if not isinstance(size, int):
+        return None  # relative or rotary positions: no fixed table to overrun
+    offset = getattr(table, "padding_idx", None)
+    return size - (offset + 1) if isinstance(offset, int) else size
+
+
+def check_max_length(model: Any, max_length: int, error: Callable[[str], Exception]) -> None:
+    """Raise ``error(message)`` when ``max_length`` tokens would overrun the model's position table."""
+    limit = position_limit(model)
+    if limit is not None and max_length > limit:
+        raise error(
+            f"{max_length} tokens, but the model's position table holds {limit} "
+            f"({type(model).__name__}): set it to {limit} or less"
+        )
+
+
 def _random_init(path: str, config: ModelConfig, id2label: dict[int, str], label2id: dict[str, int]) -> Any:
     from transformers import AutoConfig, AutoModelForSequenceClassification
 

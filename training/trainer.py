@@ -26,7 +26,7 @@ from training import state as state_mod
 from training.config import RunConfig
 from training.errors import EXIT_OK, EXIT_PREEMPTED, ConfigError, Preempted, TrainingError
 from training.loop import Hooks, run_loop
-from training.model import build_model, load_tokenizer
+from training.model import build_model, check_max_length, load_tokenizer
 from training.state import State
 from training.tracking import Tracker
 
@@ -144,6 +144,7 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
 
     # --- model, optimizer, schedule --------------------------------------------------------
     raw_model = build_model(config.model, config.data.labels, config.seed).to(dist.device)
+    check_max_length(raw_model, config.data.max_length, lambda msg: ConfigError("data.max_length", msg))
     model = accel.wrap(raw_model, config, dist)
     optimizer = accel.optimizer(raw_model, config, cuda)
     accum = config.optim.grad_accum_steps
