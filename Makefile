@@ -134,6 +134,7 @@ bench: plan  ## run the CPU benchmarks; JSON in reports/bench/ (GPU: python -m b
 	$(PY) -m benchmarks.serve_split
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.tune
+	$(PY) -m benchmarks.team_scale
 	$(PY) -m benchmarks.demo
 
 bench-images: envs  ## image build times and sizes (root + buildah); reports/bench/images.json

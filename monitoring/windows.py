@@ -59,26 +59,56 @@ def _unreadable(url: str, exc: Exception) -> InputError:
     )
 
 
-def _files(url: str, since: Any = None) -> list[str]:
+def _files(url: str, since: Any = None, until: Any = None) -> list[str]:
     import fsspec
 
+    first_day = since.date().isoformat() if since is not None else None
+    # The window's last day: a partition after it holds only records at or after `until`.
+    last_day = until.date().isoformat() if until is not None else None
     try:
         fs, path = fsspec.core.url_to_fs(url)
         exists = fs.exists(path)
         if exists:
-            files = [path] if fs.isfile(path) else sorted(p for p in fs.find(path) if p.endswith(".jsonl"))
+            files = [path] if fs.isfile(path) else sorted(_window_files(fs, path, first_day, last_day))
     except Exception as exc:  # noqa: BLE001 - any SDK's error type: see _unreadable
         raise _unreadable(url, exc) from exc
     if not exists:
         raise InputError(
             f"{url} does not exist: give a records file (.jsonl) or the prefix the records go to"
         )
-    if since is not None:
-        # A record is written at or after its ts, so a date= partition older than the window's first day holds
-        # no record of it: the scheduled job reads its window, not the whole history.
-        first_day = since.date().isoformat()
-        files = [f for f in files if (m := _PARTITION.search(f)) is None or m.group(1) >= first_day]
+    # A record is written at or after its ts, into the partition of its ts's date, so a date= partition outside
+    # the window's days holds no record of it: the scheduled job reads its window, not the whole history.
+    files = [
+        f for f in files if (m := _PARTITION.search(f)) is None or _in_days(m.group(1), first_day, last_day)
+    ]
     return [fs.unstrip_protocol(p) for p in files]
+
+
+def _in_days(day: str, first_day: str | None, last_day: str | None) -> bool:
+    return (first_day is None or day >= first_day) and (last_day is None or day <= last_day)
+
+
+def _window_files(fs: Any, path: str, first_day: str | None, last_day: str | None) -> list[str]:
+    """The .jsonl files under `path`, without listing the date= partitions outside the window.
+
+    A year of records is ~365 partitions of hundreds of part files each: one recursive listing of the prefix
+    (every key, a request per 1,000 on S3) was the nightly job's slowest step and grew with retention. The top
+    level is listed once (a delimiter listing: one entry per partition) and only the window's partitions below it.
+    """
+    if first_day is None and last_day is None:
+        return [p for p in fs.find(path) if p.endswith(".jsonl")]
+    found: list[str] = []
+    for entry in fs.ls(path, detail=True):
+        name = entry["name"].rstrip("/")
+        if entry["type"] != "directory":
+            if name.endswith(".jsonl"):
+                found.append(name)
+            continue
+        m = _PARTITION.search(name + "/")
+        if m is not None and not _in_days(m.group(1), first_day, last_day):
+            continue
+        found.extend(p for p in fs.find(name) if p.endswith(".jsonl"))
+    return found
 
 
 def _lines(file: str) -> Generator[str, None, None]:
@@ -147,7 +177,7 @@ def load(
     if start is not None and end is not None and start >= end:
         raise InputError(f"--since {since} is not before --until {until}: an empty window")
 
-    rows = [row for file in _files(url, start) for row in _read(file, damaged)]
+    rows = [row for file in _files(url, start, end) for row in _read(file, damaged)]
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise InputError(f"{url}: no records found (is MONITORING_SAMPLE_RATE > 0, and the window right?)")

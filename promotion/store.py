@@ -14,6 +14,7 @@ serves, the entry below it is where a rollback goes.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -85,6 +86,10 @@ class ModelStore:
     def __init__(self, root: str, model: str) -> None:
         self.root = root.rstrip("/")
         self.model = model
+        # Records are immutable (write_record refuses an existing id), so one read per command is enough: the
+        # sequence gates walk an environment's whole stack of records up to three times per evaluation (promoted-
+        # from, loadtest-source, the recorded load test), which after a year is hundreds of GETs per walk.
+        self._records: dict[str, dict[str, Any]] = {}
 
     def record_uri(self, record_id: str, suffix: str = "json") -> str:
         return join(self.root, self.model, "records", f"{record_id}.{suffix}")
@@ -110,6 +115,11 @@ class ModelStore:
         return read_bytes(join(self.root, self.model, "records", f"{record_id}.{name}"))
 
     def read_record(self, record_id: str) -> dict[str, Any]:
+        if record_id not in self._records:
+            self._records[record_id] = self._read_record(record_id)
+        return copy.deepcopy(self._records[record_id])  # a caller's edit must not change what the store read
+
+    def _read_record(self, record_id: str) -> dict[str, Any]:
         uri = self.record_uri(record_id)
         raw = read_bytes(uri)
         if raw is None:

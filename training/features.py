@@ -49,13 +49,29 @@ def tokenizer_sha256(tokenizer: Any) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
+ENCODE_CHUNK = 8192
+"""Texts per tokenizer call. One call over a whole split returned every row as Python lists of ints (ids, attention
+mask, token type ids: ~15 GB for a million short texts) before a single array was built."""
+
+
 def encode(tokenizer: Any, texts: list[str], labels: list[int], max_length: int) -> Encoded:
-    out = tokenizer(texts, truncation=True, max_length=max_length, padding=False)["input_ids"]
-    lengths = np.fromiter((len(x) for x in out), dtype=np.int64, count=len(out))
-    offsets = np.zeros(len(out) + 1, dtype=np.int64)
+    """Ids of each text, tokenized ENCODE_CHUNK texts at a time (each text's ids do not depend on its batch)."""
+    id_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int32)]
+    length_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    for start in range(0, len(texts), ENCODE_CHUNK):
+        out = tokenizer(
+            texts[start : start + ENCODE_CHUNK], truncation=True, max_length=max_length, padding=False,
+            return_attention_mask=False, return_token_type_ids=False,
+        )["input_ids"]  # fmt: skip
+        lengths = np.fromiter((len(x) for x in out), dtype=np.int64, count=len(out))
+        length_parts.append(lengths)
+        id_parts.append(
+            np.fromiter((t for row in out for t in row), dtype=np.int32, count=int(lengths.sum()))
+        )
+    lengths = np.concatenate(length_parts)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    ids = np.fromiter((t for row in out for t in row), dtype=np.int32, count=int(offsets[-1]))
-    return Encoded(ids, offsets, np.asarray(labels, dtype=np.int64))
+    return Encoded(np.concatenate(id_parts), offsets, np.asarray(labels, dtype=np.int64))
 
 
 def encode_dataset(

@@ -87,3 +87,37 @@ def test_cli_refuses_window_with_since_and_bad_times_with_exit_2(records: Path, 
     assert both.returncode == 2 and "not both" in both.stderr
     bad = drift("--until", "12/03/2026")
     assert bad.returncode == 2 and "--until '12/03/2026' is not a time" in bad.stderr
+
+
+@pytest.mark.integration
+def test_a_window_lists_only_its_partitions_in_a_real_bucket(s3_env: str) -> None:
+    """A year of nightly partitions: the window's listing must not walk every key of the prefix (one request per
+    1,000 keys, growing with retention). moto's S3 server is the bucket; botocore's own events see each listing."""
+    import boto3
+    import fsspec
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="window-listing", CreateBucketConfiguration={"LocationConstraint": "eu-south-2"})
+    days = {"2026-11-01": "2026-11-01T10:00:00.000+00:00", "2026-12-04": "2026-12-04T23:30:00.000+00:00",
+            "2026-12-05": "2026-12-05T02:00:00.000+00:00", "2026-12-07": "2026-12-07T01:00:00.000+00:00"}  # fmt: skip
+    for day, ts in days.items():
+        s3.put_object(Bucket="window-listing", Key=f"records/date={day}/part-a.jsonl",
+                      Body=(json.dumps(record(ts)) + "\n").encode())  # fmt: skip
+    fs, _ = fsspec.core.url_to_fs("s3://window-listing/records")
+    fs.invalidate_cache()
+    fs.connect()
+    listed: list[str] = []
+
+    def seen(parsed: dict, **_: object) -> None:
+        listed.extend(o["Key"] for o in parsed.get("Contents", []))
+
+    fs.s3.meta.events.register("after-call.s3.ListObjectsV2", seen)
+    try:
+        frame = windows.load(
+            "s3://window-listing/records", since="2026-12-04T03:00:00Z", until="2026-12-06T00:00:00Z"
+        )
+    finally:
+        fs.s3.meta.events.unregister("after-call.s3.ListObjectsV2", seen)
+    assert sorted(frame["ts"]) == [days["2026-12-04"], days["2026-12-05"]]
+    assert listed, "the window's partitions were listed"
+    assert not [k for k in listed if "2026-11-01" in k or "2026-12-07" in k], listed

@@ -178,3 +178,42 @@ def test_sequence_config_names_known_environments() -> None:
         CFG.environment("prod").promote_from == "staging"
         and CFG.environment("prod").loadtest_from == "staging"
     )
+
+
+def test_a_long_history_is_read_once_per_evaluation(
+    evidence_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A year of dev promotions of other bundles: staging's sequence gates (promoted-from, loadtest-source and the
+    recorded load test) each walked dev's whole stack of records, reading every record three times."""
+    from collections import Counter
+
+    from promotion import store as store_module
+
+    store = ModelStore(str(tmp_path / "store"), "m-long")
+    for i in range(12):
+        record = {
+            "record_id": f"r{i:03d}",
+            "lineage": {"bundle_metadata_sha256": f"other-{i}"},
+            "deployable": True,
+        }
+        store.write_record(record, "card")
+        store.append_event("dev", {"action": "promote", "version": str(i), "record_id": record["record_id"]})
+    reads: Counter[str] = Counter()
+    real = store_module.read_bytes
+
+    def counted(uri: str) -> bytes | None:
+        reads[uri] += 1
+        return real(uri)
+
+    monkeypatch.setattr(store_module, "read_bytes", counted)
+    files = dict(evidence_files)
+    no_loadtest = load_evidence(
+        str(files["candidate"]),
+        policy_report=str(write_json(tmp_path / "staging.json", policy_report("staging"))),
+        build_record=str(files["build_record"]),
+    )
+    record = ops.evaluate(no_loadtest, CFG, "staging", store=ModelStore(store.root, store.model))
+    assert _gate(record, "promoted-from")["status"] == "fail"
+    assert _gate(record, "loadtest-source")["status"] == "fail"
+    records = {uri: n for uri, n in reads.items() if "/records/" in uri}
+    assert len(records) == 12 and set(records.values()) == {1}, records

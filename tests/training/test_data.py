@@ -123,6 +123,75 @@ def test_tokens_are_cached_by_manifest_and_tokenizer() -> None:
     assert other == "miss"
 
 
+def test_a_large_split_is_tokenized_in_bounded_chunks_with_the_same_ids(
+    real_rows: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million-row split in one tokenizer call held every row's ids, mask and type ids as Python lists (~15 GB)
+    before the first array was built. Chunked, the tokenizer never sees more than ENCODE_CHUNK texts and returns no
+    mask it would throw away; the ids and offsets are those of one call over all texts."""
+    from training import features
+    from training.config import ModelConfig
+    from training.model import load_tokenizer
+
+    tok = load_tokenizer(ModelConfig())
+    texts = [t for t, _ in real_rows[:50]]
+    whole = tok(texts, truncation=True, max_length=24, padding=False)["input_ids"]
+    calls: list[tuple[int, list[str]]] = []
+
+    class Recording:
+        def __call__(self, batch: list[str], **kwargs: object) -> object:
+            out = tok(batch, **kwargs)
+            calls.append((len(batch), sorted(out.keys())))
+            return out
+
+    monkeypatch.setattr(features, "ENCODE_CHUNK", 16, raising=False)
+    encoded = features.encode(Recording(), texts, [0] * len(texts), 24)  # type: ignore[arg-type]
+    assert [n for n, _ in calls] == [16, 16, 16, 2]
+    assert all(keys == ["input_ids"] for _, keys in calls)
+    assert [encoded.row(i).tolist() for i in range(len(texts))] == whole
+    assert encoded.offsets[-1] == sum(map(len, whole)) and encoded.ids.dtype.name == "int32"
+    empty = features.encode(tok, [], [], 24)
+    assert (len(empty), empty.offsets.tolist(), empty.ids.size) == (0, [0], 0)
+
+
+def test_labels_are_matched_once_per_distinct_value(
+    tmp_path: Path, real_rows: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million rows hold a handful of label values: each was normalised against every name once per row (a fifth
+    of the load). Matched once per value; True stays no class id beside 1 and 1.0 (equal dict keys in Python)."""
+    calls: list[object] = []
+    real = data.label_id
+
+    def counted(value: object, labels: tuple[str, ...]) -> int | None:
+        calls.append(value)
+        return real(value, labels)
+
+    monkeypatch.setattr(data, "label_id", counted)
+    values: list[object] = ["negative", "Positive ", 1, 1.0, True, "1.0", "x"]
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        "".join(json.dumps({"text": t, "label": values[i % 7]}) + "\n" for i, (t, _) in enumerate(real_rows))
+    )
+    ds = data.load(DataConfig(source=str(path)), use_cache=False)
+    assert sorted(map(repr, calls)) == sorted(map(repr, values))
+    unknown = sum(i % 7 in (4, 6) for i in range(len(real_rows)))  # True and "x"
+    assert ds.manifest["rows"]["other_label_dropped"] == unknown
+
+
+def test_whitespace_is_collapsed_as_the_regular_expression_did() -> None:
+    """clean_text and dedup_key use str.split(): the same characters as `\\s` (the split and the manifest hash
+    stay those of earlier runs), for every whitespace code point Unicode has."""
+    import re
+    import sys
+
+    from training.data_split import dedup_key
+
+    spaces = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if re.fullmatch(r"\s", c))
+    text = f"{spaces}a{spaces}b\u00a0c{spaces}"
+    assert data.clean_text(text) == re.sub(r"\s+", " ", text).strip() == "a b c"
+    assert dedup_key(f"RT @x:{spaces}Ab{spaces}") == "ab"
+
+
 def test_epoch_batches_shard_and_reshuffle() -> None:
     from training.features import epoch_batches
 
