@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from monitoring.records import TokenizerFacts, describe
+from tests.training.team_models import SPECIALS, save_fast, unigram_tokenizer
 
 SPANISH = [
     "¡Me encanta este producto, señor!",
@@ -26,40 +27,13 @@ SPANISH = [
     "Odio esperar tanto: pésimo servicio",
     "El pingüino del zoológico es una pasada",
 ] * 20
-SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-
-
-def _save(backend, folder: Path) -> Path:  # noqa: ANN001
-    from transformers import PreTrainedTokenizerFast
-
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token="<s>",
-        eos_token="</s>",
-        cls_token="<s>",
-        sep_token="</s>",
-        unk_token="<unk>",
-        pad_token="<pad>",
-        mask_token="<mask>",
-    )
-    fast.save_pretrained(folder)
-    return folder / "tokenizer.json"
 
 
 @pytest.fixture(scope="module")
 def unigram(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.Unigram())
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.decoder = decoders.Metaspace()
-    tok.train_from_iterator(
-        SPANISH, trainers.UnigramTrainer(vocab_size=150, special_tokens=SPECIALS, unk_token="<unk>")
-    )
-    tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
-    )
-    return _save(tok, tmp_path_factory.mktemp("unigram"))
+    folder = tmp_path_factory.mktemp("unigram")
+    save_fast(unigram_tokenizer(SPANISH), folder)
+    return folder / "tokenizer.json"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +44,9 @@ def byte_level(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(SPANISH, vocab_size=400, special_tokens=SPECIALS)
     bpe._tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    return _save(bpe._tokenizer, tmp_path_factory.mktemp("bytelevel"))
+    folder = tmp_path_factory.mktemp("bytelevel")
+    save_fast(bpe._tokenizer, folder)
+    return folder / "tokenizer.json"
 
 
 def _ids(tokenizer_json: Path, text: str) -> list[int]:

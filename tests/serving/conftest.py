@@ -50,6 +50,19 @@ def start_server(repo: Path) -> Iterator:
         yield server
 
 
+def serve_recording(bundle: Path, root: Path) -> Iterator[tuple]:
+    """Build `bundle` under root/models and serve it with every request recorded under root/records:
+    yields (server, records folder). For modules that check the endpoint's answers and its records together."""
+    from serving.repository import BuildOptions, build
+
+    build(bundle, root / "models", options=BuildOptions())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MONITORING_SAMPLE_RATE", "1")
+        mp.setenv("MONITORING_RECORDS_URL", str(root / "records"))
+        for server in start_server(root / "models"):
+            yield server, root / "records"
+
+
 @pytest.fixture(scope="session")
 def triton_factory():
     """start_server, for modules that need a server on a repository of their own."""

@@ -15,6 +15,7 @@ from serving.check import reference, run_check
 from serving.client import SentimentClient
 from serving.errors import ServingError
 from serving.loadtest import run as loadtest
+from tests.serving.conftest import serve_recording
 
 pytestmark = pytest.mark.integration
 # Not alphabetical, an accent, a space, upper case: class id = position, names passed through as UTF-8.
@@ -32,20 +33,8 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory, triton_factory) -> Iterator[tuple]:  # noqa: ANN001
-    from serving.repository import BuildOptions, build
-
-    root = tmp_path_factory.mktemp("repo3")
-    build(bundle, root / "models", options=BuildOptions())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MONITORING_SAMPLE_RATE", "1")
-        mp.setenv("MONITORING_RECORDS_URL", str(root / "records"))
-        server_iter = triton_factory(root / "models")
-        server = next(server_iter)
-        try:
-            yield server, root / "records"
-        finally:
-            server_iter.close()
+def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    yield from serve_recording(bundle, tmp_path_factory.mktemp("repo3"))
 
 
 def test_bundle_carries_the_classes_in_their_order(bundle: Path) -> None:

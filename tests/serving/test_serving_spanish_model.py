@@ -18,6 +18,7 @@ import pytest
 
 from serving.check import reference
 from serving.client import SentimentClient
+from tests.serving.conftest import serve_recording
 from tests.training.team_models import TRAIN, xlmr_folder
 
 pytestmark = pytest.mark.integration
@@ -37,20 +38,8 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory, triton_factory) -> Iterator[tuple]:  # noqa: ANN001
-    from serving.repository import BuildOptions, build
-
-    root = tmp_path_factory.mktemp("repo-xlmr")
-    build(bundle, root / "models", options=BuildOptions())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MONITORING_SAMPLE_RATE", "1")
-        mp.setenv("MONITORING_RECORDS_URL", str(root / "records"))
-        server_iter = triton_factory(root / "models")
-        server = next(server_iter)
-        try:
-            yield server, root / "records"
-        finally:
-            server_iter.close()
+def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    yield from serve_recording(bundle, tmp_path_factory.mktemp("repo-xlmr"))
 
 
 def test_bundle_has_no_token_type_ids_and_an_int8_graph(bundle: Path) -> None:

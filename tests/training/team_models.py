@@ -18,37 +18,44 @@ TRAIN = [
 ]
 
 
-def xlmr_folder(folder: Path, *, max_position_embeddings: int = 66) -> Path:
-    """A hub-style XLM-R folder: config.json, model.safetensors, tokenizer.json, tokenizer_config.json."""
-    import torch
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's ids 0..4
+
+
+def unigram_tokenizer(texts: list[str]):  # noqa: ANN201 - tokenizers.Tokenizer, imported lazily
+    """A SentencePiece-style Unigram tokenizer (XLM-R's kind) trained on `texts`, with `<s> ... </s>` around each."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import (
-        PreTrainedTokenizerFast,
-        XLMRobertaConfig,
-        XLMRobertaForSequenceClassification,
-    )
 
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    trainer = trainers.UnigramTrainer(vocab_size=150, special_tokens=specials, unk_token="<unk>")
-    tok.train_from_iterator([t for t, _ in TRAIN] * 20, trainer)
+    tok.train_from_iterator(
+        texts, trainers.UnigramTrainer(vocab_size=150, special_tokens=SPECIALS, unk_token="<unk>")
+    )
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
     )
+    return tok
+
+
+def save_fast(backend, folder: Path):  # noqa: ANN001, ANN201 - tokenizers.Tokenizer -> PreTrainedTokenizerFast
+    """Save a tokenizer as a hub folder has it: tokenizer.json, tokenizer_config.json, special tokens."""
+    from transformers import PreTrainedTokenizerFast
+
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token="<s>",
-        eos_token="</s>",
-        cls_token="<s>",
-        sep_token="</s>",
-        unk_token="<unk>",
-        pad_token="<pad>",
-        mask_token="<mask>",
+        tokenizer_object=backend, bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>",
+        unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
         model_input_names=["input_ids", "attention_mask"],
-    )
+    )  # fmt: skip
     fast.save_pretrained(folder)
+    return fast
+
+
+def xlmr_folder(folder: Path, *, max_position_embeddings: int = 66) -> Path:
+    """A hub-style XLM-R folder: config.json, model.safetensors, tokenizer.json, tokenizer_config.json."""
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification
+
+    fast = save_fast(unigram_tokenizer([t for t, _ in TRAIN] * 20), folder)
     config = XLMRobertaConfig(
         vocab_size=len(fast),
         hidden_size=32,
