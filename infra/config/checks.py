@@ -318,7 +318,7 @@ def _retraining(cfg: PlatformConfig) -> None:
         "--labels": "labels",
         "--text-column": "textColumn",
         "--label-column": "labelColumn",
-        "--source": "data",
+        "--data": "data",
     }
     for problem in runner.data_problems(params):
         flag, _, why = problem.partition(": ")
