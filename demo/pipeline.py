@@ -282,6 +282,14 @@ def run(cfg: DemoConfig) -> int:
         except BadPath as exc:
             print(f"demo: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            # Only before the first stage (_run handles its own): nothing was started, the claim is released,
+            # and what was half emptied is emptied by the next run.
+            print(
+                "demo: stopped while preparing the folders, before any stage started: run it again",
+                file=sys.stderr,
+            )
+            return 130
 
 
 def _run(cfg: DemoConfig) -> int:

@@ -122,8 +122,8 @@ def _render(args: argparse.Namespace) -> int:
     bad = runner.data_problems(
         dag.Params(preset=args.preset, **{name: getattr(args, name) for name in TEAM_PARAMS})
     )
-    for problem in bad:
-        print(f"error: {problem}", file=sys.stderr)
+    for name, why in bad:
+        print(f"error: {runner.flag(name)}: {why}", file=sys.stderr)
     if bad:
         return EXIT_USAGE
     docs = argo.render(

@@ -47,9 +47,10 @@ def _decision(work: Path, name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def data_problems(params: dag.Params) -> list[str]:
-    """--labels/--text-column/--label-column as training's own config checks them (two distinct class names, for
-    one): refused here, not by the data check or after a retrain decision."""
+def data_problems(params: dag.Params) -> list[tuple[str, str]]:
+    """--data/--labels/--text-column/--label-column as training's own config checks them (two distinct class
+    names, for one): refused here, not by the data check or after a retrain decision. Each problem is the
+    parameter's name (a dag.Params field: callers name it as their own input, a flag or a stack key) and why."""
     from training import presets
     from training.config import apply_overrides
     from training.errors import ConfigError as TrainingConfigError
@@ -60,9 +61,12 @@ def data_problems(params: dag.Params) -> list[str]:
             presets.get(params.preset), {setting: getattr(params, name) for name, setting in fields.items()}
         )
     except TrainingConfigError as exc:
-        name = next((n for n, setting in fields.items() if setting == exc.field), exc.field)
-        return [f"--{name.replace('_', '-')}: {exc}"]
+        return [(next((n for n, setting in fields.items() if setting == exc.field), "data"), str(exc))]
     return []
+
+
+def flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
 
 
 def problems(params: dag.Params) -> list[str]:
@@ -85,7 +89,7 @@ def problems(params: dag.Params) -> list[str]:
         age = -1.0
     if not age >= 0 or age == float("inf"):
         found.append(f"--max-model-age-days must be a number of days >= 0, got {params.max_model_age_days!r}")
-    found += data_problems(params)
+    found += [f"{flag(name)}: {why}" for name, why in data_problems(params)]
     if params.mode == "tune":
         for name in ("trials", "trial_timeout"):
             value = getattr(params, name)

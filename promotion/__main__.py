@@ -27,7 +27,7 @@ from promotion.errors import PromotionError, Terminated
 from promotion.evidence import load_evidence
 from promotion.lock import lock_uri, release
 from promotion.stackconfig import check_stack_config, update_stack_config
-from promotion.store import ModelStore, default_store, to_json
+from promotion.store import ModelStore, default_store, replay, to_json
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -173,6 +173,7 @@ def _print_record(record: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from promotion import promote as ops
+    from promotion import rollback as rollback_ops
     from promotion.deploy import CommandDeployer
     from promotion.registry import Registry
 
@@ -186,15 +187,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{uri}: removed" if release(uri, args.lock_id) else f"{uri}: no lock (nothing to do)")
             return 0
         if args.command == "history":
-            for event in store.events(args.env):
+            # One read: the line saying what is served is derived from the events printed above it, even while
+            # a promotion appends to the history.
+            events = store.events(args.env)
+            for event in events:
                 print(to_json(event).strip())
-            live = store.deployed(args.env)
+            live = replay(events)
             print(f"{args.env} serves: {live[-1].version if live else 'nothing'}")
             return 0
         if args.command == "rollback":
             if args.stack_config:
                 check_stack_config(args.stack_config, load_config(args.config).environment(args.env).stack)
-            outcome = ops.rollback(
+            outcome = rollback_ops.rollback(
                 args.env,
                 store=store,
                 registry=Registry(args.registry_uri),

@@ -1,4 +1,5 @@
-"""The three operations: evaluate (dry run), promote (record + registry + alias), rollback.
+"""Two of the three operations: evaluate (dry run) and promote (record + registry + alias); rollback is in
+promotion/rollback.py.
 
 `python -m promotion` is a thin CLI over these functions; the demo and the GitHub
 workflows call the CLI.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 from promotion import classes, gates, interrupted, lock, sequence
@@ -17,20 +17,13 @@ from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
 from promotion.errors import PromotionError, RegistryError
 from promotion.evidence import Evidence
-from promotion.record import build_record, check_restored, rollback_record, validate_record
+from promotion.outcome import Outcome, deploy_summary
+from promotion.record import build_record, validate_record
 from promotion.registry import Registry
-from promotion.store import Deployed, ModelStore
+from promotion.store import ModelStore
 
 # The load test the smoke check ran against the live endpoint, stored beside the record.
 LIVE_LOADTEST = "post-deploy-loadtest.json"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    record: dict[str, Any]
-    record_uri: str | None
-    deploy: dict[str, Any] | None
-    """What the pipeline deploys: stack, model version, serving image by digest (None when rejected)."""
 
 
 def run_gates(
@@ -73,18 +66,6 @@ def run_gates(
         gates.images_pinned(build, env, local_run=local_run),
         gates.approval(evidence.approval.data if evidence.approval else None, env, requested_by=requested_by),
     ]
-
-
-def _deploy(record: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "environment": record["environment"],
-        "stack": record["stack"],
-        "model_name": record["model"]["name"],
-        "model_version": record["model"]["version"],
-        "serving_image": record["lineage"]["serving_image"],
-        "deployable": record["deployable"],
-        "record_id": record["record_id"],
-    }
 
 
 def evaluate(
@@ -261,7 +242,7 @@ def _record_and_move(
         # last, so a crash or a registry error in between leaves the old champion everywhere.
         registry.set_alias(store.model, environment, version)
         store.append_event(environment, event)
-        return Outcome(record, uri, _deploy(record))
+        return Outcome(record, uri, deploy_summary(record))
     # The new image is live: the history (what a rollback restores from) says so before the registry is
     # asked, so a registry that fails now cannot leave it naming the replaced version as live.
     store.append_event(environment, event)
@@ -274,7 +255,7 @@ def _record_and_move(
             f"MlflowClient().set_registered_model_alias({store.model!r}, {environment!r}, {version!r}) "
             "(a rollback refuses until the alias and the history agree)"
         ) from exc
-    return Outcome(record, uri, _deploy(record))
+    return Outcome(record, uri, deploy_summary(record))
 
 
 def _deploy_half(
@@ -323,79 +304,3 @@ def _deploy_half(
     }
     validate_record(record)
     return None
-
-
-def rollback(
-    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None = None
-) -> Outcome:
-    """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version,
-    holding the environment's lock (a rollback racing a promotion would pop the wrong entry)."""
-    with lock.held(store.root, store.model, environment, operation="rollback", requested_by=requested_by):
-        return _rollback(
-            environment, store=store, registry=registry, reason=reason, requested_by=requested_by
-        )
-
-
-def _rollback(
-    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None
-) -> Outcome:
-    stack = store.deployed(environment)
-    if len(stack) < 2:
-        raise PromotionError(
-            f"{environment} has {len(stack)} promoted version(s) in {store.history_uri(environment)}: "
-            "nothing to roll back to"
-        )
-    current, previous = stack[-1], stack[-2]
-    live = registry.alias_version(store.model, environment)
-    if live is not None and live != current.version:
-        raise RegistryError(
-            f"the registry's {environment} alias is version {live} but the promotion history says {current.version}: "
-            "someone moved the alias by hand; fix it with `MlflowClient().set_registered_model_alias` first"
-        )
-    restored = store.read_record(previous.record_id)
-    # Checked before anything is written: a rollback record for a version the registry cannot point at
-    # would claim a rollback that never happened (and each retry would add another).
-    if not registry.has_version(store.model, previous.version):
-        raise RegistryError(
-            f"cannot roll {environment} back to version {previous.version} of {store.model}: it no longer exists in "
-            f"the registry {registry.uri} (deleted). Nothing was changed. To serve that model again, promote its "
-            f"candidate anew (`python -m promotion promote --env {environment} --candidate "
-            f"{(restored['lineage'].get('inputs') or {}).get('candidate')} ...`), which registers a new version"
-        )
-    record = rollback_record(
-        restored=restored,
-        restored_version=previous.version,
-        from_version=current.version,
-        from_record=current.record_id,
-        reason=reason,
-        requested_by=requested_by,
-        registry_uri=registry.uri,
-    )
-    check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
-    with interrupted.writes_held():
-        return _record_rollback(record, environment, previous, current, store=store, registry=registry)
-
-
-def _record_rollback(
-    record: dict[str, Any],
-    environment: str,
-    previous: Deployed,
-    current: Deployed,
-    *,
-    store: ModelStore,
-    registry: Registry,
-) -> Outcome:
-    uri = store.write_record(record, render_markdown(record))
-    registry.set_alias(store.model, environment, previous.version)
-    store.append_event(
-        environment,
-        {
-            "action": "rollback",
-            "version": previous.version,
-            "from_version": current.version,
-            "record_id": record["record_id"],
-            "serving_image": previous.serving_image,
-            "at": record["created"],
-        },
-    )
-    return Outcome(record, uri, _deploy(record))

@@ -176,19 +176,24 @@ class ModelStore:
 
     def deployed(self, environment: str) -> list[Deployed]:
         """The effective stack of promoted versions, oldest first; the last one is live."""
-        stack: list[Deployed] = []
-        for event in self.events(environment):
-            if event["action"] == "promote":
-                stack.append(Deployed(str(event["version"]), event["record_id"], event.get("serving_image")))
-            elif event["action"] == "rollback" and stack:
-                stack.pop()
-        return stack
+        return replay(self.events(environment))
 
     def champion(self, environment: str) -> tuple[Deployed, dict[str, Any]] | None:
         stack = self.deployed(environment)
         if not stack:
             return None
         return stack[-1], self.read_record(stack[-1].record_id)
+
+
+def replay(events: list[dict[str, Any]]) -> list[Deployed]:
+    """The stack of promoted versions the events leave, oldest first; the last one is live."""
+    stack: list[Deployed] = []
+    for event in events:
+        if event["action"] == "promote":
+            stack.append(Deployed(str(event["version"]), event["record_id"], event.get("serving_image")))
+        elif event["action"] == "rollback" and stack:
+            stack.pop()
+    return stack
 
 
 def _bad_actions(events: Any) -> str:

@@ -99,7 +99,9 @@ class DataConfig:
                 ) from None
         if not 8 <= self.max_length <= 512:
             raise ConfigError(
-                "data.max_length", f"must be in [8, 512] (BERT positions), got {self.max_length}"
+                "data.max_length",
+                f"must be in [8, 512] (the encoders this platform fine-tunes have at most 512 positions; the "
+                f"model's own position table is checked when it is loaded), got {self.max_length}",
             )
 
 

@@ -171,7 +171,10 @@ def export_bundle(
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     texts = [str(t) for t in texts]
     if max_length < 2:
-        raise ExportError(f"max_length={max_length}: it must be >= 2 (the [CLS] and [SEP] tokens)")
+        raise ExportError(
+            f"max_length={max_length}: it must be >= 2 (the tokenizer's start and end tokens, [CLS]/[SEP] "
+            "or <s>/</s>)"
+        )
     if not texts:
         raise ExportError("texts is empty: pass held-out test texts for the parity check")
     if labels is not None and len(labels) != len(texts):

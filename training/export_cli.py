@@ -135,7 +135,8 @@ def _cli_export(args: argparse.Namespace) -> int:
         )
     if args.max_length is not None and args.max_length < 2:
         raise ExportError(
-            f"--max-length {args.max_length}: pass >= 2 (the [CLS] and [SEP] tokens), or omit it"
+            f"--max-length {args.max_length}: pass >= 2 (the tokenizer's start and end tokens, [CLS]/[SEP] or "
+            "<s>/</s>), or omit it"
         )
     from training.model import with_model_labels
 

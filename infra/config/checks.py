@@ -9,8 +9,6 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from pydantic.alias_generators import to_snake
-
 from infra.config import limits
 from infra.config.errors import ConfigError
 from infra.config.model import (
@@ -314,13 +312,7 @@ def _retraining(cfg: PlatformConfig) -> None:
         )
     params = dag.Params(data=r.data, labels=",".join(r.labels), text_column=r.text_column,
                         label_column=r.label_column)  # fmt: skip
-    keys = {
-        "--labels": "labels",
-        "--text-column": "textColumn",
-        "--label-column": "labelColumn",
-        "--data": "data",
-    }
-    for problem in runner.data_problems(params):
-        flag, _, why = problem.partition(": ")
-        key = keys.get(flag, "data")
-        raise ConfigError(f"retraining.{key}", getattr(r, to_snake(key)), why)
+    keys = {"labels": "labels", "text_column": "textColumn", "label_column": "labelColumn", "data": "data"}
+    for name, why in runner.data_problems(params):
+        name = name if name in keys else "data"
+        raise ConfigError(f"retraining.{keys[name]}", getattr(r, name), why)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -108,6 +109,33 @@ def test_a_previous_runs_leftovers_are_gone_relative_paths_with_spaces(
     assert not (work / "model-store").exists() and not (reports / "demo" / "promotion-record.json").exists()
     summary = json.loads((reports / "demo" / "summary.json").read_text())
     assert "promotion" not in summary and summary["failed_stage"]["name"] == "preflight"
+
+
+def test_ctrl_c_while_emptying_the_previous_run_stops_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SIGINT to this process while a previous run's folder is being removed: exit 130 with a line saying
+    what happened (it was a traceback), and the folders are free for the next run."""
+    work = tmp_path / "work"
+    for name in ("model-store", "train"):
+        (work / name).mkdir(parents=True)
+        (work / name / "f").write_text("x")
+    real_rmtree = paths.shutil.rmtree
+
+    def rmtree_interrupted(path: Path, *args: object, **kwargs: object) -> None:
+        real_rmtree(path)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises KeyboardInterrupt before this ends
+
+    monkeypatch.setattr(paths.shutil, "rmtree", rmtree_interrupted)
+    assert _demo(monkeypatch, tmp_path / "reports", work) == 130
+    err = capsys.readouterr().err
+    assert "before any stage started" in err and "Traceback" not in err
+    monkeypatch.setattr(paths.shutil, "rmtree", real_rmtree)
+    assert (
+        _demo(monkeypatch, tmp_path / "reports", work) == 1
+    )  # the stub preflight: claimed and emptied again
+    assert not (work / "model-store").exists() and not (work / "train").exists()
 
 
 def test_leftovers_that_cannot_be_removed_stop_the_run(

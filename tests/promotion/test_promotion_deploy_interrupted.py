@@ -28,6 +28,7 @@ from promotion_fixtures import (
 from localservers import stop_group
 from promotion import interrupted
 from promotion import promote as ops
+from promotion import rollback as rollback_ops
 from promotion.config import load_config
 from promotion.evidence import read_bytes
 from promotion.lock import lock_uri
@@ -98,7 +99,7 @@ def test_sigterm_during_the_deploy_is_recorded_and_the_environment_stays_usable(
     )
     assert redone.record["decision"] == "promote" and redone.record["lineage"]["champion"]["version"] == "1"
     # ...and a rollback from it restores the image served before the interruption.
-    back = ops.rollback("dev", store=store, registry=registry, reason="test")
+    back = rollback_ops.rollback("dev", store=store, registry=registry, reason="test")
     assert back.deploy is not None and back.deploy["serving_image"] == served
     assert registry.alias_version(store.model, "dev") == "1"
 

@@ -25,6 +25,7 @@ from promotion_fixtures import RecordingDeployer, evidence_of, make_candidate, p
 
 from localservers import stop_group
 from promotion import promote as ops
+from promotion import rollback as rollback_ops
 from promotion.config import load_config
 from promotion.evidence import read_bytes
 from promotion.lock import LockHeld, lock_uri
@@ -119,7 +120,7 @@ def test_a_second_promotion_of_the_environment_is_refused_while_one_runs(
             refused.value
         )
         with pytest.raises(LockHeld):
-            ops.rollback("dev", store=store, registry=registry, reason="races the promotion")
+            rollback_ops.rollback("dev", store=store, registry=registry, reason="races the promotion")
         # The refused run changed nothing: no record, no event, no alias.
         assert store.events("dev") == [] and registry.alias_version(model, "dev") is None
     finally:

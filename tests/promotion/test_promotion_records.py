@@ -18,6 +18,8 @@ from promotion_fixtures import (
 )
 
 from promotion import promote as ops
+from promotion import rollback as rollback_ops
+from promotion import store as store_module
 from promotion.__main__ import main
 from promotion.config import load_config
 from promotion.errors import PromotionError
@@ -97,7 +99,9 @@ def test_promote_champion_and_rollback(
     )
     assert third.record["decision"] == "reject" and registry.alias_version("m-roll", "dev") == "2"
 
-    back = ops.rollback("dev", store=store, registry=registry, reason="p99 regression", requested_by="oncall")
+    back = rollback_ops.rollback(
+        "dev", store=store, registry=registry, reason="p99 regression", requested_by="oncall"
+    )
     assert registry.alias_version("m-roll", "dev") == "1"
     assert back.record["action"] == "rollback" and back.record["model"]["version"] == "1"
     assert back.record["lineage"]["rolled_back_from"] == {
@@ -110,7 +114,7 @@ def test_promote_champion_and_rollback(
     validate_record(back.record)
     assert [d.version for d in store.deployed("dev")] == ["1"]
     with pytest.raises(PromotionError, match="nothing to roll back to"):
-        ops.rollback("dev", store=store, registry=registry, reason="again")
+        rollback_ops.rollback("dev", store=store, registry=registry, reason="again")
 
 
 def test_prod_needs_a_distinct_approver(evidence_files: dict[str, Path], tmp_path: Path) -> None:
@@ -150,7 +154,9 @@ def test_local_run_is_not_deployable(evidence_files: dict[str, Path], tmp_path: 
     assert strict["decision"] == "reject"
 
 
-def test_cli_exit_codes(evidence_files: dict[str, Path], tmp_path: Path, registry: Registry, capsys) -> None:
+def test_cli_exit_codes(
+    evidence_files: dict[str, Path], tmp_path: Path, registry: Registry, capsys, monkeypatch
+) -> None:
     common = ["--store", str(tmp_path / "store"), "--model-name", "m-cli", "--registry-uri", registry.uri]
     evidence = [
         "--candidate", str(evidence_files["candidate"]), "--loadtest", str(evidence_files["loadtest"]),
@@ -163,8 +169,17 @@ def test_cli_exit_codes(evidence_files: dict[str, Path], tmp_path: Path, registr
     assert main(["promote", "--env", "dev", *common, *evidence, *steps, "--deploy-out", str(deploy)]) == 0
     assert json.loads(deploy.read_text())["model_version"] == "1"
     assert "PASS  beats-baseline" in capsys.readouterr().out
+    # `history` reads the history file once: what it says is served follows from the events it printed,
+    # even while a promotion appends to the file between two reads.
+    reads: list[str] = []
+    real_read = store_module.read_bytes
+    monkeypatch.setattr(store_module, "read_bytes", lambda uri: reads.append(uri) or real_read(uri))
     assert main(["history", "--env", "dev", *common]) == 0
     assert "dev serves: 1" in capsys.readouterr().out
+    assert [u for u in reads if u.endswith("environments/dev.json")] == [
+        str(tmp_path / "store" / "m-cli" / "environments" / "dev.json")
+    ]
+    monkeypatch.undo()
     assert main(["evaluate", "--env", "prod", *common, *evidence]) == 1  # no approval, wrong stack report
     assert main(["rollback", "--env", "dev", *common, "--reason", "x"]) == 2  # only one version
     assert main(["evaluate", "--env", "dev", *common, "--candidate", str(tmp_path / "nowhere")]) == 2

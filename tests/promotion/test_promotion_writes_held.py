@@ -20,6 +20,7 @@ from promotion_fixtures import RecordingDeployer, evidence_of
 
 from promotion import interrupted
 from promotion import promote as ops
+from promotion import rollback as rollback_ops
 from promotion.config import load_config
 from promotion.registry import Registry
 from promotion.store import ModelStore
@@ -94,7 +95,7 @@ def test_a_rollback_stopped_while_it_writes_still_moves_alias_and_history_togeth
         ops.promote(evidence_of(evidence_files), CFG, "dev", store=store, registry=registry, local_run=True)
     store.armed = True
     with pytest.raises(Stop):
-        ops.rollback("dev", store=store, registry=registry, reason="test")
+        rollback_ops.rollback("dev", store=store, registry=registry, reason="test")
     assert [e["action"] for e in store.events("dev")] == ["promote", "promote", "rollback"]
     assert registry.alias_version(store.model, "dev") == store.events("dev")[0]["version"]
 

@@ -1,0 +1,26 @@
+"""What a promotion operation returns: its record, where it was written, and what to deploy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    record: dict[str, Any]
+    record_uri: str | None
+    deploy: dict[str, Any] | None
+    """What the pipeline deploys: stack, model version, serving image by digest (None when rejected)."""
+
+
+def deploy_summary(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "environment": record["environment"],
+        "stack": record["stack"],
+        "model_name": record["model"]["name"],
+        "model_version": record["model"]["version"],
+        "serving_image": record["lineage"]["serving_image"],
+        "deployable": record["deployable"],
+        "record_id": record["record_id"],
+    }

@@ -1,0 +1,89 @@
+"""Rollback: point an environment back at its previously promoted version, with a record of why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from promotion import interrupted, lock
+from promotion.card import render_markdown
+from promotion.errors import PromotionError, RegistryError
+from promotion.outcome import Outcome, deploy_summary
+from promotion.record import check_restored, rollback_record
+from promotion.registry import Registry
+from promotion.store import Deployed, ModelStore
+
+
+def rollback(
+    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None = None
+) -> Outcome:
+    """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version,
+    holding the environment's lock (a rollback racing a promotion would pop the wrong entry)."""
+    with lock.held(store.root, store.model, environment, operation="rollback", requested_by=requested_by):
+        return _rollback(
+            environment, store=store, registry=registry, reason=reason, requested_by=requested_by
+        )
+
+
+def _rollback(
+    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None
+) -> Outcome:
+    stack = store.deployed(environment)
+    if len(stack) < 2:
+        raise PromotionError(
+            f"{environment} has {len(stack)} promoted version(s) in {store.history_uri(environment)}: "
+            "nothing to roll back to"
+        )
+    current, previous = stack[-1], stack[-2]
+    live = registry.alias_version(store.model, environment)
+    if live is not None and live != current.version:
+        raise RegistryError(
+            f"the registry's {environment} alias is version {live} but the promotion history says {current.version}: "
+            "someone moved the alias by hand; fix it with `MlflowClient().set_registered_model_alias` first"
+        )
+    restored = store.read_record(previous.record_id)
+    # Checked before anything is written: a rollback record for a version the registry cannot point at
+    # would claim a rollback that never happened (and each retry would add another).
+    if not registry.has_version(store.model, previous.version):
+        raise RegistryError(
+            f"cannot roll {environment} back to version {previous.version} of {store.model}: it no longer exists in "
+            f"the registry {registry.uri} (deleted). Nothing was changed. To serve that model again, promote its "
+            f"candidate anew (`python -m promotion promote --env {environment} --candidate "
+            f"{(restored['lineage'].get('inputs') or {}).get('candidate')} ...`), which registers a new version"
+        )
+    record = rollback_record(
+        restored=restored,
+        restored_version=previous.version,
+        from_version=current.version,
+        from_record=current.record_id,
+        reason=reason,
+        requested_by=requested_by,
+        registry_uri=registry.uri,
+    )
+    check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
+    with interrupted.writes_held():
+        return _record_rollback(record, environment, previous, current, store=store, registry=registry)
+
+
+def _record_rollback(
+    record: dict[str, Any],
+    environment: str,
+    previous: Deployed,
+    current: Deployed,
+    *,
+    store: ModelStore,
+    registry: Registry,
+) -> Outcome:
+    uri = store.write_record(record, render_markdown(record))
+    registry.set_alias(store.model, environment, previous.version)
+    store.append_event(
+        environment,
+        {
+            "action": "rollback",
+            "version": previous.version,
+            "from_version": current.version,
+            "record_id": record["record_id"],
+            "serving_image": previous.serving_image,
+            "at": record["created"],
+        },
+    )
+    return Outcome(record, uri, deploy_summary(record))
