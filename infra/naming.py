@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from infra.config import PlatformConfig
+from infra.config import ConfigError, PlatformConfig, limits
 
 
 def global_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 63) -> str:
@@ -23,6 +23,21 @@ def compact_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 24) -> str
     name = re.sub(r"[^a-z0-9]", "", f"{cfg.org}mlp{cfg.stack}{purpose}".lower())
     if len(name) > max_len:
         raise ValueError(f"name {name!r} is longer than {max_len}: shorten org or the stack name")
+    return name
+
+
+def role_name(cfg: PlatformConfig, purpose: str) -> str:
+    """An AWS IAM role name, `mlp-<stack>-<purpose>`: the stack name is the only free part, so a long one is
+    refused here, at preview, instead of by CreateRole at `pulumi up` after half the stack exists."""
+    name = f"{cfg.name}-{purpose}"
+    pattern, length = limits.iam_role_name()
+    if not (length.admits(len(name)) and re.fullmatch(pattern, name)):
+        room = (length.maximum or len(name)) - len(name) + len(cfg.stack)
+        raise ConfigError(
+            "stack", cfg.stack,
+            f"IAM role name {name!r} has {len(name)} characters; IAM takes {length.describe()} "
+            f"matching {pattern}: use a stack name of at most {room} characters",
+        )  # fmt: skip
     return name
 
 

@@ -17,7 +17,7 @@ from infra.aws.registry import Registry
 from infra.aws.storage import Buckets
 from infra.config import PlatformConfig
 from infra.k8s.versions import cluster_autoscaler
-from infra.naming import tags
+from infra.naming import role_name, tags
 from infra.shape import DATA_BUCKETS, POOL_SELECTORS, CloudPlatform, HelmChart, ServiceAccountRef
 
 CLUSTER_AUTOSCALER_SA = ServiceAccountRef("kube-system", "cluster-autoscaler")
@@ -68,7 +68,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
     PodRole(
         f"{cfg.name}-cluster-autoscaler",
         cfg,
-        role_name=f"{cfg.name}-cluster-autoscaler",
+        role_name=role_name(cfg, "cluster-autoscaler"),
         account_id=account_id,
         cluster_name=cluster.cluster.name,
         service_account=CLUSTER_AUTOSCALER_SA,

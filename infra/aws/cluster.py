@@ -12,7 +12,7 @@ import pulumi_aws as aws
 from infra.aws import documents
 from infra.config import PlatformConfig, PoolConfig
 from infra.k8s.kubeconfig import exec_kubeconfig
-from infra.naming import tags
+from infra.naming import role_name, tags
 from infra.shape import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -132,7 +132,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         cluster_role = aws.iam.Role(
             f"{name}-control-plane",
-            name=f"{cfg.name}-eks-control-plane",
+            name=role_name(cfg, "eks-control-plane"),
             assume_role_policy=json.dumps(documents.service_trust_policy("eks.amazonaws.com")),
             tags=tags(cfg),
             opts=child,
@@ -204,7 +204,7 @@ class Cluster(pulumi.ComponentResource):
 
         node_role = aws.iam.Role(
             f"{name}-nodes",
-            name=f"{cfg.name}-eks-nodes",
+            name=role_name(cfg, "eks-nodes"),
             assume_role_policy=json.dumps(documents.service_trust_policy("ec2.amazonaws.com")),
             tags=tags(cfg),
             opts=child,

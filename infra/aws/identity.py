@@ -12,7 +12,7 @@ import pulumi_aws as aws
 
 from infra.aws import cluster_documents, documents
 from infra.config import PlatformConfig
-from infra.naming import tags
+from infra.naming import role_name, tags
 from infra.shape import (
     BUDGET_IDENTITY,
     BUDGET_SERVICE_ACCOUNT,
@@ -114,7 +114,7 @@ class Identities(pulumi.ComponentResource):
             self.roles[identity] = PodRole(
                 f"{name}-{identity}",
                 cfg,
-                role_name=f"{cfg.name}-{identity}",
+                role_name=role_name(cfg, identity),
                 account_id=account_id,
                 cluster_name=cluster_name,
                 service_account=SERVICE_ACCOUNTS[identity],
@@ -127,7 +127,7 @@ class Identities(pulumi.ComponentResource):
         self.budget_role = PodRole(
             f"{name}-{BUDGET_IDENTITY}",
             cfg,
-            role_name=f"{cfg.name}-{BUDGET_IDENTITY}",
+            role_name=role_name(cfg, BUDGET_IDENTITY),
             account_id=account_id,
             cluster_name=cluster_name,
             service_account=BUDGET_SERVICE_ACCOUNT,
@@ -140,7 +140,7 @@ class Identities(pulumi.ComponentResource):
         self.ebs_csi_role = PodRole(
             f"{name}-ebs-csi",
             cfg,
-            role_name=f"{cfg.name}-ebs-csi",
+            role_name=role_name(cfg, "ebs-csi"),
             account_id=account_id,
             cluster_name=cluster_name,
             service_account=EBS_CSI_SA,

@@ -168,6 +168,15 @@ def _budget(cfg: PlatformConfig) -> None:
             f"{notifications} notifications (thresholds + 1 forecast); a {cfg.cloud} budget takes "
             f"{bound.describe()}: list at most {(bound.maximum or 1) - 1} thresholds",
         )
+    # Every notification is sent to all of budget.alertEmails.
+    subscribers = limits.aws_budget_subscribers()
+    if cfg.cloud == "aws" and not subscribers.admits(len(b.alert_emails)):
+        raise ConfigError(
+            "budget.alertEmails",
+            list(b.alert_emails),
+            f"{len(b.alert_emails)} addresses; an AWS budget notification takes {subscribers.describe()}: "
+            "list fewer (a mailing list reaches more people)",
+        )
     if gpu.hourly_price <= 0:
         raise ConfigError(
             "cluster.gpuPool.hourlyPrice",

@@ -80,6 +80,13 @@ def aws_budget_notifications() -> Bound:
 
 
 @functools.cache
+def aws_budget_subscribers() -> Bound:
+    """AWS Budgets: subscribers (e-mail addresses) per notification (CreateBudget Subscribers)."""
+    member = _shape("budgets", "Subscribers")
+    return _range("budgets", member, "CreateBudget NotificationsWithSubscribers[].Subscribers")
+
+
+@functools.cache
 def iam_role_name() -> tuple[str, Bound]:
     """IAM role names: pattern and length (`roleNameType`)."""
     shape = _shape("iam", "roleNameType")
