@@ -81,9 +81,22 @@ def aws_budget_notifications() -> Bound:
 
 @functools.cache
 def aws_budget_subscribers() -> Bound:
-    """AWS Budgets: subscribers (e-mail addresses) per notification (CreateBudget Subscribers)."""
+    """AWS Budgets: e-mail subscribers per notification. The Subscribers list takes 1..11, but of those only one
+    may be an SNS topic and at most 10 e-mail addresses: the model says so in NotificationWithSubscribers'
+    documentation, so the e-mail bound is read from there."""
     member = _shape("budgets", "Subscribers")
-    return _range("budgets", member, "CreateBudget NotificationsWithSubscribers[].Subscribers")
+    doc = _shape("budgets", "NotificationWithSubscribers").documentation
+    emails = re.search(r"up to (\d+) email subscribers", doc)
+    if not emails:
+        raise RuntimeError(
+            "botocore budgets model: NotificationWithSubscribers no longer states its e-mail limit; update limits.py"
+        )
+    return Bound(
+        member.metadata.get("min"),
+        int(emails.group(1)),
+        "botocore budgets model, NotificationWithSubscribers: one SNS subscriber and up to "
+        f"{emails.group(1)} email subscribers",
+    )
 
 
 @functools.cache
