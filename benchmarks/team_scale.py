@@ -7,6 +7,9 @@ Writes reports/bench/team_scale.json. Each phase runs in its own process (its pe
 synthetic data of the real shape, generated under a temporary folder:
 - `drift_listing`: a records prefix of 365 daily date= partitions of `--files-per-day` part files; the files a 24h
   window reads and the entries listed to find them (every key of the prefix before the listing was bounded).
+- `window_read`: monitoring/windows.py `load` of a 24h window of `--window-records` inference records (real shape:
+  ts, prediction, descriptors, 16 embedding values, rounded as serving writes them) in files of 2,560 under two
+  date= partitions, three quarters of them inside the window: rows kept, seconds, peak RSS over the RSS before the read.
 - `data_load`: training/data.py `load` of a `--rows` CSV (3 labels, 3% retweet copies), no cache: seconds, peak
   RSS, manifest hash (the same for the same data and code).
 - `tokenize`: training/features.py `encode` of `--tokenize-rows` texts with the MiniLM tokenizer: seconds and the
@@ -18,6 +21,8 @@ Measured on the development machine (2 cores, shared with a CI run), before -> a
 - this script's defaults: drift listing 14,965 entries listed (0.117 s) -> 445 (0.005 s); data.load of 200,000 rows
   3.95 s -> 2.41 s (same manifest sha256); encode of 50,000 texts +742 MB RSS -> +150 MB (same ids sha256);
   promotion walk 2,000 record reads -> 1,000 (2 gates; `evaluate` also runs the recorded load test: 3,000 -> 1,000).
+- window_read (2026-12-07, --window-records 300000): +1,199 MB RSS over the process before the read -> +104 MB
+  (225,000 records in the window, a 57 MB frame), 17.5 s -> 18.4 s: no dict per record (monitoring/windows.py).
 - the real shape: 365 x 400 local part files listed in 1.19 s -> 0.06 s; moto's S3 server, 365 x 50 keys: 21 list
   requests, 18,252 entries, 5.0 s -> 5 requests, 467 entries, 0.15 s; data.load of 1.5 M rows (186 MB) 33.7 s ->
   20.6 s, same manifest, peak RSS 1.5 GB both; encode of 200,000 texts +2,986 MB RSS in 19.9 s -> +256 MB in 15.0 s
@@ -39,11 +44,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-PHASES = ("drift_listing", "data_load", "tokenize", "promotion_walk")
+PHASES = ("drift_listing", "window_read", "data_load", "tokenize", "promotion_walk")
 
 
 def _rss_mb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def _rss_now_mb() -> int:
+    """This process's RSS now (Linux), not its peak: a phase's own peak is _rss_mb() minus this."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) // 1024
 
 
 def _write_csv(path: Path, rows: int) -> None:
@@ -92,6 +103,38 @@ def drift_listing(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     files = windows._files(str(work / "records"), since)
     return {"partitions": 365, "part_files": 365 * args.files_per_day, "window_files": len(files),
             "entries_listed": listed[0], "seconds": round(time.perf_counter() - start, 3)}  # fmt: skip
+
+
+def window_read(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    import pandas as pd
+
+    from monitoring import windows
+    from monitoring.records import EMBEDDING
+
+    rng = random.Random(0)
+    start, per_file, n = dt.datetime(2026, 12, 4, 12, tzinfo=dt.UTC), 2560, args.window_records
+    for first in range(0, n, per_file):
+        lines, day = [], ""
+        for i in range(first, min(first + per_file, n)):
+            when = start + dt.timedelta(seconds=i * 86_400 / n)  # a day of records, evenly spread
+            day = when.date().isoformat()
+            record = {"ts": when.isoformat(timespec="milliseconds"), "date": day, "model": "sentiment",
+                      "model_version": "3", "prediction": rng.choice(["negative", "positive"]),
+                      "probability": round(rng.uniform(0.5, 1), 5), "latency_ms": round(rng.uniform(3, 80), 3),
+                      "n_tokens": rng.randint(3, 60), "truncated": 0, "unk_share": round(rng.random() * 0.05, 4),
+                      **{e: round(rng.gauss(0, 0.3), 5) for e in EMBEDDING}}  # fmt: skip
+            lines.append(json.dumps(record) + "\n")
+        part = work / "records" / f"date={day}"
+        part.mkdir(parents=True, exist_ok=True)
+        (part / f"part-h-1-{first:08d}.jsonl").write_text("".join(lines))
+    since = windows.window_start("24h", pd.Timestamp("2026-12-05T18:00:00Z"))
+    windows.load(str(next((work / "records").rglob("*.jsonl"))))  # pandas, fsspec and json warmed up
+    before = _rss_now_mb()
+    begin = time.perf_counter()
+    frame = windows.load(str(work / "records"), since=since)
+    return {"records": n, "rows": len(frame), "seconds": round(time.perf_counter() - begin, 2),
+            "rss_before_mb": before, "peak_rss_mb": _rss_mb(), "added_rss_mb": _rss_mb() - before,
+            "frame_mb": round(frame.memory_usage(deep=True).sum() / 2**20, 1)}  # fmt: skip
 
 
 def data_load(work: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -176,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenize-rows", type=int, default=50_000)
     p.add_argument("--files-per-day", type=int, default=40)
     p.add_argument("--records", type=int, default=1000)
+    p.add_argument("--window-records", type=int, default=300_000)
     p.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=Path("reports/bench/team_scale.json"))
     args = p.parse_args(argv)
@@ -187,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     for phase in PHASES:
         child = [sys.executable, "-m", "benchmarks.team_scale", "--phase", phase, "--rows", str(args.rows),
                  "--tokenize-rows", str(args.tokenize_rows), "--files-per-day", str(args.files_per_day),
-                 "--records", str(args.records)]  # fmt: skip
+                 "--records", str(args.records), "--window-records", str(args.window_records)]  # fmt: skip
         done = subprocess.run(child, capture_output=True, text=True, check=True)
         report[phase] = json.loads(done.stdout.strip().splitlines()[-1])
         print(phase, report[phase], flush=True)

@@ -64,8 +64,13 @@ def _prepare(frame: Any, name: str) -> Any:
     Evidently drops NaN silently (a window of NaN probabilities read as "no drift") and the embedding's
     classifier refuses it with a traceback."""
     import numpy as np
+    import pandas as pd
 
-    frame = frame.copy()
+    # Only the columns read below (ts names a bad record), each a view copied on write (pandas 3): the caller's
+    # frame is never changed, and a column already of its type is not copied. frame.copy() copied the whole window.
+    frame = pd.DataFrame(
+        {c: frame[c] for c in ("ts", *COLUMNS, *EMBEDDING) if c in frame.columns}, copy=False
+    )
     for col in ("n_tokens", "unk_share", "probability", *EMBEDDING):
         try:
             values = frame[col].astype(float)

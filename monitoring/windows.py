@@ -16,6 +16,10 @@ REQUIRED = ("prediction", "probability", *DESCRIPTORS, *EMBEDDING)
 
 _PARTITION = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/")
 _DURATION = re.compile(r"^(\d+)([mhd])$")
+CHUNK_ROWS = 1024
+"""Records held as dicts at most this many at a time (~4 KB each) before they become a DataFrame's columns (~250 B
+a record): the whole window as dicts peaked at ~4 KB a record (150,000 records: +613 MB RSS; a day of a team's
+endpoint at 10 req/s is 864,000), past a 1 GiB pod's limit. Per chunk, pandas' per-call cost stays < 1 ms."""
 TIME_FORMAT = "ISO 8601, e.g. 2026-12-03T10:00:00Z (a time without an offset is UTC)"
 
 
@@ -133,14 +137,14 @@ def _lines(file: str) -> Generator[str, None, None]:
         raise _unreadable(file, exc) from exc
 
 
-def _read(file: str, damaged: list[str] | None = None) -> list[dict[str, Any]]:
-    """The records of one JSON-lines file; anything else in it is an InputError naming the file and line.
+def _records(file: str, damaged: list[str] | None = None) -> Generator[dict[str, Any], None, None]:
+    """The records of one JSON-lines file, one at a time; anything else in it is an InputError naming the file and
+    line.
 
     With `damaged`, a last line that has no line end and is no JSON is skipped and named there as `file:line`
     instead: a writer killed part-way through a batch on a file system (a crashed pod on a volume) leaves one such
     line, and failing the job on it blinded the drift job for as long as that partition stayed in its window.
     Every other bad line is still an InputError."""
-    rows: list[dict[str, Any]] = []
     # closing(): a bad line ends the read at once, and the file with it (not whenever the traceback is dropped).
     with closing(_lines(file)) as lines:
         for lineno, line in enumerate(lines, 1):
@@ -160,8 +164,35 @@ def _read(file: str, damaged: list[str] | None = None) -> list[dict[str, Any]]:
                     f"{file} line {lineno} is a JSON {type(row).__name__}, not an object: "
                     "records are one JSON object per line"
                 )
+            yield row
+
+
+def _chunks(file: str, damaged: list[str] | None) -> Generator[Any, None, None]:
+    """The records of one file as DataFrames of at most CHUNK_ROWS rows (pandas infers each column's type)."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    with closing(_records(file, damaged)) as records:
+        for row in records:
             rows.append(row)
-    return rows
+            if len(rows) == CHUNK_ROWS:
+                yield pd.DataFrame(rows)
+                rows = []
+    if rows:
+        yield pd.DataFrame(rows)
+
+
+def _select(chunk: Any, start: Any, end: Any) -> tuple[Any, int]:
+    """The chunk's records with start <= ts < end, and how many have no ISO 8601 ts. A chunk without a ts column
+    is kept whole: the window has no ts at all (not filtered, as before), or its rows count as lacking one."""
+    import pandas as pd
+
+    if "ts" not in chunk.columns:
+        return chunk, len(chunk)
+    # As instants, not strings: '...10:00:00.123+00:00' vs '...10:00:00Z', or another offset, compare right.
+    ts = pd.to_datetime(chunk["ts"], utc=True, errors="coerce", format="ISO8601")
+    keep = (ts >= start if start is not None else True) & (ts < end if end is not None else True)
+    return chunk[keep], int(ts.isna().sum())
 
 
 def load(
@@ -169,7 +200,7 @@ def load(
 ) -> Any:
     """All records under `url` with since <= ts < until (ISO 8601 times, compared in UTC; either may be None).
 
-    `damaged`: collects the cut last lines skipped (see _read); without it they are InputErrors."""
+    `damaged`: collects the cut last lines skipped (see _records); without it they are InputErrors."""
     import pandas as pd
 
     start = parse_time(since, "--since") if since else None
@@ -177,27 +208,38 @@ def load(
     if start is not None and end is not None and start >= end:
         raise InputError(f"--since {since} is not before --until {until}: an empty window")
 
-    rows = [row for file in _files(url, start, end) for row in _read(file, damaged)]
-    frame = pd.DataFrame(rows)
-    if frame.empty:
+    frames: list[Any] = []
+    columns: dict[str, None] = {}  # an ordered set: the columns in the order they first appear
+    total = bad_ts = 0
+    for file in _files(url, start, end):
+        for chunk in _chunks(file, damaged):
+            total += len(chunk)
+            columns |= dict.fromkeys(chunk.columns)
+            if start is not None or end is not None:
+                # Per chunk: the records outside the window are never held beside the others.
+                chunk, bad = _select(chunk, start, end)
+                bad_ts += bad
+            if len(chunk):
+                frames.append(chunk)
+    if not total or not columns:  # lines of `{}` only: no records either
         raise InputError(f"{url}: no records found (is MONITORING_SAMPLE_RATE > 0, and the window right?)")
-    missing = [c for c in REQUIRED if c not in frame.columns]
+    missing = [c for c in REQUIRED if c not in columns]
     if missing:
         raise InputError(
             f"{url}: records lack {', '.join(missing)}: not inference records of this version "
             f"(expected the fields of monitoring/records.py RECORD_FIELDS)"
         )
-    if "ts" in frame.columns and (start is not None or end is not None):
-        # As instants, not strings: '...10:00:00.123+00:00' vs '...10:00:00Z', or another offset, compare right.
-        ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce", format="ISO8601")
-        if ts.isna().any():
+    if "ts" in columns and (start is not None or end is not None):
+        if bad_ts:
             raise InputError(
-                f"{url}: {int(ts.isna().sum())} record(s) have no ISO 8601 ts: records are not of this version"
+                f"{url}: {bad_ts} record(s) have no ISO 8601 ts: records are not of this version"
             )
-        keep = (ts >= start if start is not None else True) & (ts < end if end is not None else True)
-        frame = frame[keep]
-        if frame.empty:
+        if not frames:
             raise InputError(
                 f"{url}: no records between {since or 'the start'} and {until or 'now'}: empty window"
             )
-    return frame.reset_index(drop=True)
+    # Columns as one DataFrame of every record would have them: a column that was all null in one chunk (object)
+    # and numbers or text in the others is inferred again over all its values (float64 with NaN, str); a field
+    # only records outside the window had is kept, all null (NaN).
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.reindex(columns=list(columns)).infer_objects()

@@ -24,10 +24,11 @@ def test_reading_a_file_holds_no_copy_of_its_text(tmp_path: Path) -> None:
     path = tmp_path / "records.jsonl"
     path.write_text("".join(json.dumps(record(i, rng)) + "\n" for i in range(20_000)))
     size = path.stat().st_size
-    windows._read(str(path))  # fsspec and json warmed up: their one-off allocations are not the file's
+    # fsspec and json warmed up: their one-off allocations are not the file's.
+    list(windows._records(str(path)))
     tracemalloc.start()
     try:
-        rows = windows._read(str(path))
+        rows = list(windows._records(str(path)))
         kept, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -47,12 +48,12 @@ def test_a_bad_line_is_named_by_its_number_whatever_ends_the_lines(tmp_path: Pat
     path = tmp_path / "records.jsonl"
     path.write_bytes(newline.join(lines).encode())
     with pytest.raises(InputError, match=r"records\.jsonl line 2002 is not JSON \("):
-        windows._read(str(path))
+        list(windows._records(str(path)))
     path.write_bytes(newline.join([*good[:2000], "[1, 2]", *good[2000:]]).encode())
     with pytest.raises(InputError, match=r"line 2001 is a JSON list, not an object"):
-        windows._read(str(path))
+        list(windows._records(str(path)))
     path.write_bytes(newline.join(good).encode())
-    rows = windows._read(str(path))
+    rows = list(windows._records(str(path)))
     assert len(rows) == 3000 and rows[1]["model"] == "a\u2028b"
 
 
@@ -64,7 +65,7 @@ def test_bytes_that_are_not_utf8_late_in_a_file_are_named_as_before(tmp_path: Pa
         + '{"model": "caf\u00e9'.encode()[:-1]
     )
     with pytest.raises(InputError, match=r"records\.jsonl is not UTF-8 text \("):
-        windows._read(str(path))
+        list(windows._records(str(path)))
 
 
 def test_a_file_that_starts_with_a_byte_order_mark_is_read_as_its_records(tmp_path: Path) -> None:
@@ -74,7 +75,7 @@ def test_a_file_that_starts_with_a_byte_order_mark_is_read_as_its_records(tmp_pa
     path.write_bytes(
         b"\xef\xbb\xbf" + "".join(json.dumps(record(i, rng)) + "\r\n" for i in range(3)).encode()
     )
-    rows = windows._read(str(path))
+    rows = list(windows._records(str(path)))
     assert [r["ts"] for r in rows] == [record(i, random.Random(8))["ts"] for i in range(3)]
 
 
@@ -84,10 +85,10 @@ def test_only_a_last_line_without_its_end_is_set_aside_as_damaged(tmp_path: Path
     path = tmp_path / "records.jsonl"
     path.write_text("\n".join(good) + "\n" + good[0][:40])
     damaged: list[str] = []
-    assert len(windows._read(str(path), damaged)) == 3 and damaged == [f"{path}:4"]
+    assert len(list(windows._records(str(path), damaged))) == 3 and damaged == [f"{path}:4"]
     with pytest.raises(InputError, match=r"records\.jsonl line 4 is not JSON"):  # without a list: as before
-        windows._read(str(path))
+        list(windows._records(str(path)))
     # A cut line followed by more lines is no killed writer's: an error as before.
     path.write_text(good[0] + "\n" + good[1][:40] + "\n" + good[2] + "\n")
     with pytest.raises(InputError, match=r"records\.jsonl line 2 is not JSON"):
-        windows._read(str(path), [])
+        list(windows._records(str(path), []))
