@@ -155,21 +155,12 @@ def compute(
 
 def _embedding_aucs(current: Any, reference: Any) -> list[float]:
     """The domain classifier's ROC AUC on EMBEDDING_SPLITS splits: a function of the two windows' rows, not
-    of their order. Evidently's model-based embedding drift is called directly: its Report metric also fits a
-    t-SNE of 5,000 points for the plot, which takes minutes on 2 cores."""
-    from evidently.metrics.embeddings import ModelDriftMethod
+    of their order. Evidently's model-based embedding drift (ModelDriftMethod) is computed directly: its Report
+    metric also fits a t-SNE of 5,000 points for the plot, which takes minutes on 2 cores, and the method itself
+    copies both windows several times per split (monitoring/embedding_drift.py computes its AUCs in one buffer)."""
+    from monitoring.embedding_drift import domain_classifier_aucs
 
-    method = ModelDriftMethod(threshold=EMBEDDING_AUC)
-    cols = list(EMBEDDING)
-    cur, ref = (
-        f[cols].sort_values(cols, kind="mergesort").reset_index(drop=True) for f in (current, reference)
-    )
-    aucs = []
-    for seed in range(EMBEDDING_SPLITS):
-        # The method splits with a fixed seed: permuting its inputs with ours gives each round its own split.
-        auc, _, _ = method(cur.sample(frac=1.0, random_state=seed), ref.sample(frac=1.0, random_state=seed))
-        aucs.append(float(auc))
-    return aucs
+    return domain_classifier_aucs(current, reference, EMBEDDING, EMBEDDING_SPLITS)
 
 
 def write(result: DriftResult, out: Path) -> None:
