@@ -194,27 +194,42 @@ def train(args: argparse.Namespace) -> int:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from promotion import classes, gates
+    from promotion import classes, gates, rescore
     from promotion.config import load_config
 
-    metrics = json.loads((Path(args.candidate) / "metrics.json").read_text(encoding="utf-8"))
     config = load_config(None)
     champion = _champion(args.store, args.model, args.env)
+    # Here the data is readable: when the candidate's data differ from the champion's, the champion's bundle is
+    # scored on the candidate's test rows and kept in its metrics.json (published with it), for promotion's gate.
+    try:
+        rescored = rescore.for_candidate(args.candidate, champion=champion, environment=args.env)
+    except rescore.RescoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if rescored is not None:
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in rescored["metrics"].items() if v is not None)
+        print(f"champion rescored on the candidate's {rescored['rows']} test rows: {shown}")
+    metrics = json.loads((Path(args.candidate) / "metrics.json").read_text(encoding="utf-8"))
     manifest_file = Path(args.candidate) / "manifest.json"
     manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else None
+    best = rescore.versus(
+        metrics, champion, fix=rescore.fix_command(args.candidate, args.env, args.store, args.model)
+    )
     results = [
         gates.beats_baseline(metrics, config.gates),
         gates.not_worse_than_champion(
             metrics,
-            champion["lineage"]["metrics"] if champion else None,
+            best.metrics,
             config.gates,
             environment=args.env,
             classes=classes.of_manifest(manifest),
             champion_classes=classes.of_record(champion),
+            basis=best.basis,
+            incomparable=best.incomparable,
         ),  # fmt: skip
     ]
     wins = all(r.passed for r in results)
-    doc = {"wins": wins, "gates": [r.as_dict() for r in results]}
+    doc = {"wins": wins, "gates": [r.as_dict() for r in results], rescore.KEY: rescored}
     _write(args.out, doc)
     _flag(args.flag_file, wins)
     for r in results:

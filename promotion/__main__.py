@@ -7,6 +7,7 @@
     python -m promotion history  --env dev
     python -m promotion approval --env prod --github-reviews approvals.json --out approval.json
     python -m promotion unlock   --env prod --lock-id ID   (after a promotion was killed outright)
+    python -m promotion rescore  --env dev --candidate runs/demo/train   (its data differ from the champion's)
 
 Exit status: 0 promoted (or would be, for evaluate) / rolled back; 1 a gate rejected the
 candidate (the record says why); 2 the command could not run (bad input or config).
@@ -127,6 +128,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
     p.add_argument("--model-name", default="sentiment", help="registered model name")
     p.add_argument("--lock-id", required=True, help="the id the refused run printed (guards a newer lock)")
+    p = sub.add_parser(
+        "rescore",
+        help="score the champion's bundle on the candidate's test split (when their data differ), into the "
+        "candidate's metrics.json: what not-worse-than-champion compares",
+    )
+    p.add_argument("--env", required=True)
+    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
+    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    p.add_argument(
+        "--candidate", required=True, help="training output folder or URI (metrics.json, manifest.json)"
+    )
     p = sub.add_parser("approval", help="approval record from GitHub's environment reviews of a run (JSON)")
     p.add_argument("--env", required=True)
     p.add_argument(
@@ -158,6 +170,24 @@ def _approval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rescore(args: argparse.Namespace, store: ModelStore) -> int:
+    from promotion.rescore import for_candidate
+
+    current = store.champion(args.env)
+    done = for_candidate(args.candidate, champion=current[1] if current else None, environment=args.env)
+    if done is None:
+        print(
+            f"nothing to rescore: {args.env} has no champion, or it was trained on the candidate's data or classes"
+        )
+    else:
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in done["metrics"].items() if v is not None)
+        print(
+            f"champion record {done['champion']['record_id']} on the candidate's {done['rows']} test rows: {shown} "
+            f"(written to {args.candidate}/metrics.json as champion_rescored)"
+        )
+    return 0
+
+
 def _print_record(record: dict) -> None:
     width = max(len(g["name"]) for g in record["gates"]) if record["gates"] else 10
     for g in record["gates"]:
@@ -186,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             uri = lock_uri(store.root, store.model, args.env)
             print(f"{uri}: removed" if release(uri, args.lock_id) else f"{uri}: no lock (nothing to do)")
             return 0
+        if args.command == "rescore":
+            return _rescore(args, store)
         if args.command == "history":
             # One read: the line saying what is served is derived from the events printed above it, even while
             # a promotion appends to the history.

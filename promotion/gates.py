@@ -80,10 +80,13 @@ def beats_baseline(metrics: dict[str, Any], cfg: GateConfig) -> GateResult:
 
 def not_worse_than_champion(
     metrics: dict[str, Any], champion: dict[str, Any] | None, cfg: GateConfig, *, environment: str,
-    classes: list[str] | None = None, champion_classes: list[str] | None = None,
+    classes: list[str] | None = None, champion_classes: list[str] | None = None, basis: str = "",
+    incomparable: str | None = None,
 ) -> GateResult:  # fmt: skip
     """`champion` is the current model's metrics.json content (None when the environment has none); `classes` and
-    `champion_classes` their label names in class-id order (None: not known, as in records before they were kept)."""
+    `champion_classes` their label names in class-id order (None: not known, as in records before they were kept).
+    `champion` and `basis`/`incomparable` come from promotion/rescore.py `versus`: the champion's numbers on the
+    candidate's test rows, or why none exist (the gate then fails: different test sets are never compared)."""
     name, threshold = "not-worse-than-champion", -cfg.champion_tolerance
     candidate = _metric(metrics, "test", cfg.metric)
     if champion is None:
@@ -93,6 +96,8 @@ def not_worse_than_champion(
     other = mismatch(classes, champion_classes, environment)
     if other:
         return GateResult(name, "fail", None, threshold, other)
+    if incomparable:
+        return GateResult(name, "fail", None, threshold, incomparable)
     best = _metric(champion, "test", cfg.metric)
     if candidate is None or best is None:
         return GateResult(
@@ -105,7 +110,7 @@ def not_worse_than_champion(
         "pass" if ok else "fail",
         delta,
         threshold,
-        f"test {cfg.metric} {candidate:.4f} vs champion {best:.4f} in {environment} (delta {delta:+.4f}, "
+        f"test {cfg.metric} {candidate:.4f} vs champion {best:.4f} in {environment}{basis} (delta {delta:+.4f}, "
         f"allowed >= {threshold:+.4f})" + ("" if ok else ": the candidate would regress what users get"),
     )
 

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from typing import Any
 
-from promotion import classes, gates, interrupted, lock, sequence
+from promotion import classes, gates, interrupted, lock, rescore, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
@@ -43,14 +43,24 @@ def run_gates(
     loadtest = evidence.loadtest.data if evidence.loadtest else None
     build = evidence.build_record.data if evidence.build_record else None
     bundle_sha = evidence.bundle_metadata.sha256 if evidence.bundle_metadata else None
-    best = champion["lineage"]["metrics"] if champion else None
+    # The champion's numbers on the candidate's own test rows (rescore.py): recorded when their data are the same.
+    fix = rescore.fix_command(evidence.candidate_uri, env.name, store.root, store.model)
+    best = rescore.versus(metrics, champion, fix=fix)
     versus = classes.compared(evidence.manifest, champion)  # the champion's and the candidate's class names
     return [
         sequence.promoted_from(store, env, bundle_sha),
         sequence.loadtest_source(store, env, bundle_sha, evidence.loadtest),
         sequence.image_carries_bundle(build, bundle_sha, local_run=local_run),
         gates.beats_baseline(metrics, g),
-        gates.not_worse_than_champion(metrics, best, g, environment=env.name, **versus),
+        gates.not_worse_than_champion(
+            metrics,
+            best.metrics,
+            g,
+            environment=env.name,
+            basis=best.basis,
+            incomparable=best.incomparable,
+            **versus,
+        ),
         gates.onnx_parity(metadata, g),
         gates.int8_accuracy(metadata, g),
         gates.same_dataset(metrics, metadata, build),
