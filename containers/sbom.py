@@ -2,7 +2,9 @@
 
 The inventory is read inside the image by the image's own interpreter (importlib.metadata over its
 sys.path: the base's packages and ours), so the SBOM describes the image, not the lock we hoped
-went in. `cyclonedx-py` (the CycloneDX project's generator) turns it into CycloneDX JSON.
+went in. `cyclonedx-py` (the CycloneDX project's generator) turns it into CycloneDX JSON. The same
+run copies out the image's dpkg database, os-release and Triton version: `containers.os_packages`
+adds them as components (the OS packages are where most CVEs land).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from containers import os_packages
 from containers.errors import ContainerError
 
 # Runs in the image: every distribution on its sys.path, and torch's own CUDA build if importable.
@@ -29,8 +32,38 @@ try:
     torch, cuda = t.__version__, t.version.cuda
 except Exception:
     pass
+import glob, os, re, shutil, subprocess
+def text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+# dpkg's own reading order: status, distroless's status.d/*, then pending updates/* (newer).
+paths = ["/var/lib/dpkg/status"] + sorted(glob.glob("/var/lib/dpkg/status.d/*"))
+paths += sorted(glob.glob("/var/lib/dpkg/updates/[0-9]*"))
+dpkg = [s for s in (text(p) for p in paths if not p.endswith(".md5sums")) if s]
+triton = None
+exe = shutil.which("tritonserver") or "/opt/tritonserver/bin/tritonserver"
+if os.path.exists("/opt/tritonserver/TRITON_VERSION"):  # NVIDIA's images
+    triton = {"version": text("/opt/tritonserver/TRITON_VERSION").strip(),
+              "source": "/opt/tritonserver/TRITON_VERSION"}
+elif os.path.exists(exe):
+    # nvidia-pytriton's bundle (the local base) has no version file: the server's own startup
+    # table says it. A missing model repository makes it exit before it opens any port.
+    try:
+        out = subprocess.run([exe, "--model-repository=/nonexistent", "--allow-http=false",
+                              "--allow-grpc=false", "--allow-metrics=false"],
+                             capture_output=True, text=True, timeout=120)
+        found = re.search(r"[|]\\s*server_version\\s*[|]\\s*(\\S+)", out.stdout + out.stderr)
+    except (OSError, subprocess.SubprocessError):
+        found = None
+    triton = {"version": found.group(1) if found else None, "source": exe + " (startup table)"}
+if triton is not None:
+    triton["container"] = os.environ.get("NVIDIA_TRITON_SERVER_VERSION")
 print(json.dumps({"python": sys.version.split()[0], "packages": sorted(dists.values()),
-                  "torch": torch, "cuda": cuda}))
+                  "torch": torch, "cuda": cuda, "dpkg": dpkg, "triton": triton,
+                  "os_release": text("/etc/os-release") or text("/usr/lib/os-release")}))
 """
 
 
@@ -54,9 +87,11 @@ def inventory_docker(client: Any, ref: str) -> dict[str, Any]:
 def write_sbom(
     inventory: dict[str, Any], out: Path, *, epoch: str | None = None, image: dict[str, Any] | None = None
 ) -> Path:
-    """CycloneDX 1.6 JSON of the inventory, validated by the generator itself; with `image` (a
+    """CycloneDX 1.6 JSON of the inventory, validated by the generator itself, plus the
+    image's OS packages and Triton server (`containers.os_packages`); with `image` (a
     record entry: name, version, build_key, base_image, base_digest) the BOM names the image it
-    describes and the base it was built on, by digest, and is validated again against the schema."""
+    describes and the base it was built on, by digest. The whole is validated against the strict 1.6
+    schema."""
     import os
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -85,9 +120,24 @@ def write_sbom(
     )
     if proc.returncode != 0:
         raise ContainerError(f"cyclonedx-py failed: {proc.stderr[-2000:]}")
+    bom = json.loads(out.read_text())
+    extra = os_packages.components(inventory)
+    bom.setdefault("components", []).extend(extra)
+    bom.setdefault("dependencies", []).extend({"ref": c["bom-ref"]} for c in extra)
     if image is not None:
-        out.write_text(json.dumps(_with_subject(json.loads(out.read_text()), image), indent=2) + "\n")
+        bom = _with_subject(bom, image)
+    _validate(bom, image["name"] if image else str(out))
+    out.write_text(json.dumps(bom, indent=2) + "\n")
     return out
+
+
+def _validate(bom: dict[str, Any], what: str) -> None:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom))
+    if errors is not None:
+        raise ContainerError(f"the SBOM of {what} is not valid CycloneDX 1.6: {errors}")
 
 
 def _oci_purl(ref: str, digest: str) -> str:
@@ -111,9 +161,6 @@ def _with_subject(bom: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
     digest: a BOM that does not say which image it describes cannot be checked against one. The
     image's registry digest is not known yet (a push compresses layers): the pushed digest is bound
     to this BOM by the cosign attestation, the build key here ties it to the record."""
-    from cyclonedx.schema import SchemaVersion
-    from cyclonedx.validation.json import JsonStrictValidator
-
     base_ref = "base-image"
     base_digest = str(image["base_digest"])
     bom["metadata"]["component"] = {
@@ -136,9 +183,6 @@ def _with_subject(bom: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
     refs = [c["bom-ref"] for c in bom["components"]]
     bom.setdefault("dependencies", []).append({"ref": "image", "dependsOn": refs})
     bom["dependencies"].append({"ref": base_ref})
-    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom))
-    if errors is not None:
-        raise ContainerError(f"the SBOM of {image['name']} is not valid CycloneDX 1.6: {errors}")
     return bom
 
 

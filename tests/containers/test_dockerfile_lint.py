@@ -47,6 +47,12 @@ def test_project_rules_accept_a_good_file(tmp_path: Path) -> None:
         (' org.opencontainers.image.created="c"', "", "oci-labels"),
         ("ARG VERSION=0", "ARG AWS_SECRET_ACCESS_KEY", "no-secrets"),
         ("ARG VERSION=0", "ENV HF_TOKEN=abc", "no-secrets"),
+        # Labels land in the image config, readable by anyone who can pull the image.
+        ("LABEL org", 'LABEL aws_secret_access_key="wJalrXUtnFEMI" org', "no-secrets"),
+        ("LABEL org", 'LABEL "com.example.api-key"=k1 org', "no-secrets"),
+        ("USER 10001", "LABEL db_password hunter2\nUSER 10001", "no-secrets"),  # legacy `LABEL key value`
+        ('created="c"', 'created="c" note="aws_secret_access_key=wJalrXUtnFEMI"', "no-secrets"),
+        ('source="s"', 'source="https://ci:hunter2@git.example.eu/ml.git"', "no-secrets"),
     ],
 )
 def test_project_rules_catch(tmp_path: Path, old: str, new: str, rule: str) -> None:
@@ -56,12 +62,28 @@ def test_project_rules_catch(tmp_path: Path, old: str, new: str, rule: str) -> N
     assert rule in _rules(path)
 
 
+def test_labels_that_only_mention_tokenizers_or_keys_are_not_credentials(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    extra = (
+        "ENV TOKENIZERS_PARALLELISM=false\n"
+        'LABEL eu.ml-platform.tokenizer.sha256="abc" eu.ml-platform.build-key="k" '
+        'org.opencontainers.image.url="https://git.example.eu/ml" '
+        'org.opencontainers.image.description="reads its API key from the pod at run time"\n'
+    )
+    path.write_text(GOOD_FINAL.replace("USER 10001", extra + "USER 10001"))
+    assert lint.project_rules(path) == []
+
+
 def test_hadolint_and_checkov_catch_a_sloppy_dockerfile(tmp_path: Path) -> None:
     path = tmp_path / "Dockerfile"
-    path.write_text("FROM debian:bookworm\nRUN apt-get update && apt-get install -y curl\nADD app /app\n")
+    path.write_text(
+        "FROM debian:bookworm\nRUN apt-get update && apt-get install -y curl\nADD app /app\n"
+        'LABEL note="AKIAQ3RZ7MBX2KD4WTLN"\n'
+    )
     findings = lint.lint([path])
     hadolint = {f.rule for f in findings if f.tool == "hadolint"}
     assert {"DL3008", "DL3015", "DL3009", "DL3020"} <= hadolint  # unpinned apt, recommends, lists, ADD
     checkov = {f.rule for f in findings if f.tool == "checkov"}
     assert {"CKV_DOCKER_2", "CKV_DOCKER_3"} <= checkov  # no HEALTHCHECK, no USER
+    assert "CKV_SECRET_2" in checkov  # an AWS access key id in a label value (Checkov's secrets detectors)
     assert {"base-pinned", "non-root", "oci-labels"} <= {f.rule for f in findings if f.tool == "project"}

@@ -8,6 +8,7 @@ debootstraps both bases (~4-7 min more on 2 cores).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from containers import build, buildah, publish, registry, services, smoke
+from containers.errors import ContainerError
 from containers.lint import _SECRET_NAME
 from containers.version import Version
 
@@ -31,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180
 def _unmet() -> str | None:
     if os.geteuid() != 0:
         return "building images with buildah --isolation chroot needs root"
-    for tool in ("buildah", "debootstrap", "unshare", "nsenter", "ip"):
+    for tool in ("buildah", "debootstrap", "unshare", "nsenter", "ip", "setpriv"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install -y buildah debootstrap iproute2)"
     return None
@@ -156,10 +158,32 @@ def test_no_credentials_or_build_leftovers(built: dict[str, Any]) -> None:
                 buildah.run(["unmount", ctr.id])
 
 
+def test_sboms_list_the_os_packages_dpkg_reports_and_tritonserver(built: dict[str, Any]) -> None:
+    """The SBOM each build wrote lists every installed deb at the version dpkg gives inside the
+    image (libc6, openssl's libssl3 and python3 among them), and the serving image's Triton."""
+    for name in ("training", "serving"):
+        bom = json.loads(Path(built[name]["sbom"]).read_text())
+        debs = {
+            c["name"]: c["version"]
+            for c in bom["components"]
+            if c.get("purl", "").startswith("pkg:deb/debian/")
+        }
+        fmt = "${Package}\t${Version}\t${db:Status-Abbrev}\n"
+        with smoke.WorkingContainer(built[name]["tags"][0]) as ctr:
+            rows = [line.split("\t") for line in ctr.run(["dpkg-query", "-W", "-f", fmt]).stdout.splitlines()]
+        assert debs == {pkg: version for pkg, version, state in rows if state.startswith("ii")}, name
+        assert {"libc6", "libssl3", "python3"} <= set(debs), name
+        triton = [c["version"] for c in bom["components"] if c["name"] == "tritonserver"]
+        assert triton == (["2.51.0"] if name == "serving" else []), name
+
+
 def test_training_image_runs_a_smoke_training(built: dict[str, Any]) -> None:
     result = smoke.smoke_training(built["training"]["tags"][0])
     assert result["uid"] == 10001
     assert 0.0 <= result["test_accuracy"] <= 1.0 and result["steps"] > 0
+    # The drift CronJob's command ran in this image as its pod runs it (read-only root, /tmp an emptyDir):
+    # it wrote drift.json and drift.html under /tmp and nothing into the root.
+    assert result["drift_job"]["read_only_root"] is True
 
 
 def test_serving_image_answers_ready_and_infers(built: dict[str, Any]) -> None:
@@ -177,6 +201,49 @@ def test_serving_image_answers_ready_and_infers(built: dict[str, Any]) -> None:
     assert result["tritonserver"] is True  # the local base carries the real tritonserver
     assert result["label"] in ("negative", "positive")
     assert abs(sum(result["probabilities"]) - 1.0) < 1e-4
+
+
+@contextlib.contextmanager
+def _derived(built: dict[str, Any], name: str, run_as_root: str, config: list[str]) -> Iterator[str]:
+    """The built serving image plus one root shell step and `buildah config` options, committed (docker
+    format keeps the HEALTHCHECK) under the test's repository; removed on exit."""
+    ref = f"{built['_repository']}/serving-{name}:test"
+    ctr = buildah.run(["from", "--pull=never", built["serving"]["tags"][0]]).strip()
+    try:
+        buildah.run(
+            ["run", "--isolation", buildah.ISOLATION, "--user", "0:0", ctr, "--", "sh", "-c", run_as_root]
+        )
+        buildah.run(["config", *config, ctr])
+        buildah.run(["commit", "--quiet", "--format", "docker", "--rm", ctr, ref])
+    except BaseException:
+        buildah.run(["rm", ctr], check=False)
+        raise
+    try:
+        yield ref
+    finally:
+        buildah.run(["rmi", "--force", ref], check=False)
+
+
+def test_serving_smoke_refuses_an_image_that_writes_to_its_root(built: dict[str, Any]) -> None:
+    """A start script that warms a cache in a folder the image gives its user: a writable root let it pass,
+    the pod's read-only root stops it. The smoke says which path, and where to write instead."""
+    script = "echo warm > /var/cache/sentiment/warm && exec tritonserver --model-repository=/models"
+    cache = "install -d -o 10002 -g 10002 /var/cache/sentiment"
+    config = ["--cmd", json.dumps(["sh", "-c", script])]
+    with _derived(built, "writes-root", cache, config) as ref, pytest.raises(ContainerError) as err:
+        smoke.smoke_serving(ref)
+    message = str(err.value)
+    assert "writes to its root filesystem, which the pod mounts read-only" in message, message
+    assert ": /var/cache/sentiment/warm. Write under /tmp" in message, message
+
+
+def test_serving_smoke_gives_triton_a_fresh_tmp_as_the_pod_does(built: dict[str, Any]) -> None:
+    """An image whose own /tmp its user cannot write: the python backend aborted with "Failed to create
+    temporary directory for Python environments" (mkdtemp under /tmp, as in CI) where the pod's /tmp emptyDir
+    would serve. The smoke gives Triton a fresh /tmp as the pod does, so it serves."""
+    with _derived(built, "tmp-0755", "chmod 0755 /tmp", []) as ref:
+        result = smoke.smoke_serving(ref)
+    assert result["label"] in ("negative", "positive")
 
 
 def test_existing_tag_is_reused_not_moved(built: dict[str, Any]) -> None:
