@@ -46,6 +46,7 @@ EXTERNAL_FLAGS = {
     "--exit-on-error": "tritonserver",
     "--exit-timeout-secs": "tritonserver",
     "--ort-spinning": "serving/README.md says it is deliberately not on the CLI",
+    "--cap-drop": "buildah run",
 }
 
 
