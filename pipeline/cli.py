@@ -23,9 +23,8 @@ def _param_args(p: argparse.ArgumentParser) -> None:
     for f in dataclasses.fields(dag.Params):
         if f.name in ("force", "work"):
             continue
-        flag = "--" + f.name.replace("_", "-")
         default = None if f.name in TUNE_ONLY else getattr(defaults, f.name)  # None: not given
-        p.add_argument(flag, default=default, help=f"default {getattr(defaults, f.name)!r}")
+        p.add_argument(dag.flag(f.name), default=default, help=f"default {getattr(defaults, f.name)!r}")
     p.add_argument(
         "--work", default=None, help="working folder, one run's own (default runs/pipeline/<run id>)"
     )
@@ -47,7 +46,7 @@ def _params(args: argparse.Namespace, force: bool, run_id: str) -> dag.Params:
 def _usage_problems(args: argparse.Namespace) -> list[str]:
     if args.mode == "tune":
         return []
-    given = [f"--{name.replace('_', '-')}" for name in TUNE_ONLY if getattr(args, name) is not None]
+    given = [dag.flag(name) for name in TUNE_ONLY if getattr(args, name) is not None]
     return [f"{flag} applies to a study only: add --mode tune (or drop {flag})" for flag in given]
 
 
@@ -123,7 +122,7 @@ def _render(args: argparse.Namespace) -> int:
         dag.Params(preset=args.preset, **{name: getattr(args, name) for name in TEAM_PARAMS})
     )
     for name, why in bad:
-        print(f"error: {runner.flag(name)}: {why}", file=sys.stderr)
+        print(f"error: {dag.flag(name)}: {why}", file=sys.stderr)
     if bad:
         return EXIT_USAGE
     docs = argo.render(
@@ -187,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="gpu")
     p.add_argument("--mode", default="train", choices=("train", "tune"))
     for name in TEAM_PARAMS:  # a team's own model: its name, its dataset, the dataset's columns and classes
-        p.add_argument("--" + name.replace("_", "-"), default=getattr(dag.Params(), name))
+        p.add_argument(dag.flag(name), default=getattr(dag.Params(), name))
     p.add_argument("--out", type=Path, default=None)
     p.set_defaults(func=_render)
     steps.register(sub)

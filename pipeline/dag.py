@@ -89,6 +89,13 @@ class Step:
 
 PY = ("python", "-m")
 DECISIONS = "{work}/decisions"
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a Params field (`trial_timeout` -> `--trial-timeout`), as `run` and `render` take it."""
+    return f"--{name.replace('_', '-')}"
+
+
 DATA_FIELDS = {
     "labels": "data.labels",
     "text_column": "data.text_column",

@@ -65,10 +65,6 @@ def data_problems(params: dag.Params) -> list[tuple[str, str]]:
     return []
 
 
-def flag(name: str) -> str:
-    return f"--{name.replace('_', '-')}"
-
-
 def problems(params: dag.Params) -> list[str]:
     """What is wrong with the run's parameters, checked before any step runs (and by --dry-run).
 
@@ -89,12 +85,12 @@ def problems(params: dag.Params) -> list[str]:
         age = -1.0
     if not age >= 0 or age == float("inf"):
         found.append(f"--max-model-age-days must be a number of days >= 0, got {params.max_model_age_days!r}")
-    found += [f"{flag(name)}: {why}" for name, why in data_problems(params)]
+    found += [f"{dag.flag(name)}: {why}" for name, why in data_problems(params)]
     if params.mode == "tune":
         for name in ("trials", "trial_timeout"):
             value = getattr(params, name)
             if not (value.isdigit() and int(value) > 0):
-                found.append(f"--{name.replace('_', '-')} must be a whole number > 0, got {value!r}")
+                found.append(f"{dag.flag(name)} must be a whole number > 0, got {value!r}")
     try:  # the `promote` step's own gate config (promotion/gates.toml) names the environments
         env = load_config(None).environment(params.env)
     except ConfigError as exc:
@@ -112,7 +108,7 @@ def problems(params: dag.Params) -> list[str]:
             try:
                 parse(getattr(params, name))
             except ValueError as exc:
-                found.append(f"--{name.replace('_', '-')} (needed with --local false): {exc}")
+                found.append(f"{dag.flag(name)} (needed with --local false): {exc}")
     return found + work_problems(Path(params.work))
 
 
