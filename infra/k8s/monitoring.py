@@ -34,6 +34,13 @@ ALERTMANAGER_CONFIG_SECRET = "alertmanager-config"
 # The prometheus chart's Pushgateway subchart: Service `<release>-prometheus-pushgateway`, port 9091.
 PUSHGATEWAY_PORT = 9091
 PUSHGATEWAY_URL = f"http://prometheus-prometheus-pushgateway.{MONITORING_NAMESPACE}.svc:{PUSHGATEWAY_PORT}"
+# The Pushgateway keeps what was pushed in memory only: a restart (node drained, OOM, chart upgrade) lost every group,
+# so a hung training run that stamped before it was no longer judged by TrainingNoProgress, and the drift and budget
+# gauges were gone until the next daily or hourly run. It writes its groups to this file on the subchart's volume
+# (persistentVolume, mounted at PUSHGATEWAY_DATA_DIR) every PUSHGATEWAY_PERSIST_INTERVAL and on shutdown, and reads it
+# back at start. One minute: a crash (no SIGTERM) loses at most the last minute's pushes; the file is kilobytes.
+PUSHGATEWAY_DATA_DIR = "/data"
+PUSHGATEWAY_PERSIST_INTERVAL = "1m"
 # The label (and value) Grafana's dashboard sidecar watches for.
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 # Plan-visible record of where alerts go (receiver names, never keys): the policy pack reads these.
@@ -119,8 +126,24 @@ def prometheus_values(groups: list[dict[str, Any]]) -> dict[str, Any]:
         "prometheus-pushgateway": {
             "enabled": True,
             "nodeSelector": dict(POOL_SELECTORS["system"].node_selector),
+            **pushgateway_persistence(),
         },
         "kube-state-metrics": kube_state_metrics_values(),
+    }
+
+
+def pushgateway_persistence() -> dict[str, Any]:
+    """The Pushgateway subchart's values that keep its groups across restarts: a volume (the chart's own PVC, the
+    cluster's default StorageClass, 2Gi: the file is kilobytes) and the gateway's flags that write and read the file on
+    it. Recreate (the subchart's default, set here as the volume depends on it): the old pod releases the ReadWriteOnce
+    volume before the new one mounts it; a rolling update's new pod on another node would stall on the attach."""
+    return {
+        "persistentVolume": {"enabled": True, "mountPath": PUSHGATEWAY_DATA_DIR, "size": "2Gi"},
+        "strategy": {"type": "Recreate"},
+        "extraArgs": [
+            f"--persistence.file={PUSHGATEWAY_DATA_DIR}/pushgateway.data",
+            f"--persistence.interval={PUSHGATEWAY_PERSIST_INTERVAL}",
+        ],
     }
 
 

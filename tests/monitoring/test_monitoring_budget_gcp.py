@@ -62,7 +62,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(
             "prometheus-pushgateway is missing: apt-get install prometheus-pushgateway (.ci/run does)"
         )
-    proc, port = start_on_free_port(lambda port: [binary, f"--web.listen-address=127.0.0.1:{port}"],
+    # `--persistence.file=`: memory only; Debian's default file is shared by every gateway started on the machine.
+    proc, port = start_on_free_port(lambda port: [binary, "--persistence.file=", f"--web.listen-address=127.0.0.1:{port}"],
                                     tmp_path_factory.mktemp("pushgateway") / "gateway.log", "pushgateway", http_ok("/-/ready"))  # fmt: skip
     try:
         yield f"127.0.0.1:{port}"

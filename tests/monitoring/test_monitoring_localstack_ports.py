@@ -63,7 +63,7 @@ def test_a_pushgateway_that_lost_its_port_exits_0_and_is_started_again(
         taken.listen()  # never answers
         pick_first(monkeypatch, taken.getsockname()[1])
         proc, port = localservers.start_on_free_port(
-            lambda port: [str(gateway), f"--web.listen-address=127.0.0.1:{port}"],
+            lambda port: [str(gateway), "--persistence.file=", f"--web.listen-address=127.0.0.1:{port}"],
             tmp_path / "gateway.log", "pushgateway", http_ok("/-/ready"), timeout_s=30,
         )  # fmt: skip
         lost = taken.getsockname()[1]
@@ -84,6 +84,6 @@ def test_every_pick_taken_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.M
         monkeypatch.setattr(localservers, "free_port", lambda: taken.getsockname()[1])
         with pytest.raises(RuntimeError, match="pushgateway lost each of 3 free ports"):
             localservers.start_on_free_port(
-                lambda port: [gateway, f"--web.listen-address=127.0.0.1:{port}"],
+                lambda port: [gateway, "--persistence.file=", f"--web.listen-address=127.0.0.1:{port}"],
                 tmp_path / "gateway.log", "pushgateway", http_ok("/-/ready"), timeout_s=30,
             )  # fmt: skip
