@@ -81,7 +81,7 @@ def values_at(data: Any, path: str) -> list[Any]:
 
 def _names(key: Resource) -> set[str]:
     names = {key.name}
-    for k in ("name", "keyName", "aliasName"):
+    for k in ("name", "keyName"):
         v = key.inputs.get(k)
         if isinstance(v, str) and not is_unknown(v):
             names.add(v)

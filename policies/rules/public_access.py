@@ -57,21 +57,18 @@ def check_s3_pab(resources: Sequence[Resource], ctx: Context) -> Iterator[Findin
                 )
 
 
+# Where each S3 type holds its ACL grants and, in each grant, the grantee's URI (pulumi-aws inputs): the
+# bucket's inline `grants` (BucketGrant: `uri` at the top) and BucketAcl's `accessControlPolicy.grants`.
+# BucketPolicy has neither, nor a canned `acl`.
+_S3_GRANTS = {
+    S3_BUCKET: ("grants", "uri"),
+    "aws:s3/bucketAcl:BucketAcl": ("accessControlPolicy.grants", "grantee.uri"),
+}
+
+
 def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
-    acl = get(r.inputs, "acl")
-    if is_unknown(acl):
-        # An unknown canned ACL can be public-read as much as private.
-        yield undetermined("the canned acl is unknown at preview")
-    elif isinstance(acl, str) and acl in PUBLIC_ACLS:
-        yield f"canned ACL {acl!r} makes objects public: remove it (keep ownership BucketOwnerEnforced)."
-    grants = get(r.inputs, "accessControlPolicy.grants")
-    # The list, a grant or its grantee URI unknown: that grant may be to AllUsers.
-    if is_unknown(grants) or any(is_unknown(get(g, "grantee.uri")) for g in as_list(grants)):
-        yield undetermined("accessControlPolicy.grants (or a grantee) is unknown at preview")
-    for grant in as_list(grants):
-        uri = get(grant, "grantee.uri")
-        if isinstance(uri, str) and uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
-            yield f"ACL grant to {uri} makes the bucket public: remove the grant."
+    if r.type in _S3_GRANTS:
+        yield from _check_s3_acl(r, *_S3_GRANTS[r.type])
     if r.type.startswith("aws:s3/bucketPolicy"):
         if is_unknown(get(r.inputs, "policy")):
             yield undetermined("the bucket policy is unknown at preview")
@@ -79,6 +76,23 @@ def check_s3_acl_policy(r: Resource, ctx: Context) -> Iterator[str]:
         doc = parse_json_document(get(r.inputs, "policy"))
         for sid in wildcard_principals(doc or {}):
             yield f"bucket policy statement {sid} allows Principal '*' without a Condition: the bucket is public. Grant to named roles."
+
+
+def _check_s3_acl(r: Resource, grants_path: str, uri_path: str) -> Iterator[str]:
+    acl = get(r.inputs, "acl")
+    if is_unknown(acl):
+        # An unknown canned ACL can be public-read as much as private.
+        yield undetermined("the canned acl is unknown at preview")
+    elif isinstance(acl, str) and acl in PUBLIC_ACLS:
+        yield f"canned ACL {acl!r} makes objects public: remove it (keep ownership BucketOwnerEnforced)."
+    grants = get(r.inputs, grants_path)
+    # The list, a grant or its grantee URI unknown: that grant may be to AllUsers.
+    if is_unknown(grants) or any(is_unknown(get(g, uri_path)) for g in as_list(grants)):
+        yield undetermined(f"{grants_path} (or a grantee) is unknown at preview")
+    for grant in as_list(grants):
+        uri = get(grant, uri_path)
+        if isinstance(uri, str) and uri.endswith(("/global/AllUsers", "/global/AuthenticatedUsers")):
+            yield f"ACL grant to {uri} makes the bucket public: remove the grant."
 
 
 def check_gcs(r: Resource, ctx: Context) -> Iterator[str]:

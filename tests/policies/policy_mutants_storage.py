@@ -26,7 +26,10 @@ from policy_mutators import (
     _drop,
     _inputs,
     _set,
+    add,
 )
+
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
 
 def _drop_companions(kind: str) -> Callable[[Plan], None]:
@@ -227,6 +230,30 @@ CASES: list[Case] = [
         fx.aws_stack,
         _set(S3, "data", "acl", "public-read"),
         {("s3-no-public-acl-or-policy", "data")},
+    ),
+    (
+        # pulumi-aws Bucket's inline ACL grants (`grants[].uri`), not BucketAcl's accessControlPolicy
+        "s3-public-inline-grant",
+        fx.aws_stack,
+        _set(S3, "data", "grants", [{"type": "Group", "uri": ALL_USERS, "permissions": ["READ"]}]),
+        {("s3-no-public-acl-or-policy", "data")},
+    ),
+    (
+        # pulumi-aws 7 keeps BucketAclV2 as a deprecated alias of BucketAcl (core.canonical_type): still judged
+        "s3-public-grant-bucket-acl-v2",
+        fx.aws_stack,
+        add(
+            "aws:s3/bucketAclV2:BucketAclV2",
+            "data-acl",
+            {
+                "bucket": "eu-ml-dev-data",
+                "accessControlPolicy": {
+                    "owner": {"id": "owner"},
+                    "grants": [{"grantee": {"type": "Group", "uri": ALL_USERS}, "permission": "READ"}],
+                },
+            },
+        ),
+        {("s3-no-public-acl-or-policy", "data-acl")},
     ),
     (
         "s3-public-policy",
