@@ -4,12 +4,14 @@ one service account per identity, impersonable only by the token with that exact
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
 from infra.bootstrap import github
+from infra.config import limits
 
 PROJECT_ROLES = {
     "read": ("roles/viewer",),
@@ -27,6 +29,42 @@ class GcpBootstrapArgs:
     project: str
 
 
+def pool_id(name: str) -> str:
+    pool = f"{name}-github"
+    bound = limits.GCP_WORKLOAD_IDENTITY_POOL_ID
+    if not (bound.admits(len(pool)) and re.fullmatch(limits.GCP_WORKLOAD_IDENTITY_POOL_ID_PATTERN, pool)):
+        raise github.BootstrapError(
+            f"name {name!r}: the workload identity pool id {pool!r} must have {bound.describe()} of [a-z0-9-], "
+            f"not starting with gcp-: set `pulumi config set name <shorter, lowercase name>`"
+        )
+    return pool
+
+
+def account_ids(name: str, identities: tuple[github.Identity, ...]) -> dict[str, str]:
+    """`<name>-ci-<identity>`, cut to the 30 characters an account id may have: the ids deployed so far were
+    cut this way, and a changed id would replace the account (and the emails the CI's secrets hold). A cut
+    that ends in `-`, or that two identities share, would be refused by serviceAccounts.create (or collide)
+    halfway through `up`: refused here, naming the fix."""
+    bound, pattern = limits.GCP_SERVICE_ACCOUNT_ID, limits.GCP_SERVICE_ACCOUNT_ID_PATTERN
+    ids = {i.name: f"{name}-ci-{i.name}"[: bound.maximum] for i in identities}
+    bad = [
+        f"{who} -> {aid!r}"
+        for who, aid in ids.items()
+        if not (bound.admits(len(aid)) and re.fullmatch(pattern, aid))
+    ]
+    shared = sorted({aid for aid in ids.values() if list(ids.values()).count(aid) > 1})
+    if bad or shared:
+        why = "; ".join(
+            bad + [f"{aid!r} shared by {[w for w, a in ids.items() if a == aid]}" for aid in shared]
+        )
+        raise github.BootstrapError(
+            f"service account ids `<name>-ci-<identity>` (cut to {bound.maximum} characters) that Google refuses: "
+            f"{why}. An id needs {bound.describe()} matching {pattern} and its own name: shorten "
+            "`name` or the environment names"
+        )
+    return ids
+
+
 def _principal(pool_name: str, *, subject: str) -> str:
     """The one workload identity with this exact subject (never a principalSet of many)."""
     return f"principal://iam.googleapis.com/{pool_name}/subject/{subject}"
@@ -39,9 +77,11 @@ class GcpBootstrap(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpBootstrapArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("eu-ml-platform:bootstrap:Gcp", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        identities = github.identities(args.repository, args.environments)
+        ids = account_ids(args.name, identities)
         pool = gcp.iam.WorkloadIdentityPool(
             f"{name}-github",
-            workload_identity_pool_id=f"{args.name}-github",
+            workload_identity_pool_id=pool_id(args.name),
             project=args.project,
             opts=child,
         )
@@ -60,10 +100,10 @@ class GcpBootstrap(pulumi.ComponentResource):
             opts=child,
         )
         self.service_accounts = {}
-        for ident in github.identities(args.repository, args.environments):
+        for ident in identities:
             account = gcp.serviceaccount.Account(
                 f"{name}-{ident.name}",
-                account_id=f"{args.name}-ci-{ident.name}"[:30],
+                account_id=ids[ident.name],
                 project=args.project,
                 display_name=f"CI {ident.name} ({ident.subject})",
                 opts=child,

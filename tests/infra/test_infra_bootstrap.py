@@ -213,3 +213,49 @@ def test_the_rule_catches_loose_trust(
     assert _findings([_mutated(provider, attributeCondition=None)])
     cred = next(r for r in azure_resources if r.type == ci_identity.AZURE_FIC)
     assert _findings([_mutated(cred, subject="repo:acme/*")])
+
+
+# GCP account and pool ids: what serviceAccounts.create / workloadIdentityPools.create refuse is refused at preview --
+
+
+def test_gcp_account_ids_keep_the_ids_deployed_so_far() -> None:
+    """Ids are cut to 30 characters as before: a changed id would replace the account and the CI's secrets."""
+    from infra.bootstrap.gcp import account_ids
+
+    assert account_ids("eu-ml-platform", github.identities(REPO, ENVS)) == {
+        "preview": "eu-ml-platform-ci-preview",
+        "push": "eu-ml-platform-ci-push",
+        "deploy-dev": "eu-ml-platform-ci-deploy-dev",
+        "deploy-staging": "eu-ml-platform-ci-deploy-stagi",
+        "deploy-prod": "eu-ml-platform-ci-deploy-prod",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "environments", "says"),
+    [
+        # cut to `eu-ml-platform-ci-deploy-test-`: ends in '-'
+        ("eu-ml-platform", ("test-a",), "deploy-test-a -> 'eu-ml-platform-ci-deploy-test-'"),
+        # both cut to `eu-ml-platform-ci-deploy-stagi`
+        ("eu-ml-platform", ("staging", "staging2"), "'eu-ml-platform-ci-deploy-stagi' shared by"),
+        ("EU_ml", ENVS, "preview -> 'EU_ml-ci-preview'"),
+    ],
+)
+def test_gcp_account_ids_google_refuses_are_refused_at_preview(
+    name: str, environments: tuple[str, ...], says: str
+) -> None:
+    from infra.bootstrap.gcp import GcpBootstrap, GcpBootstrapArgs
+
+    args = GcpBootstrapArgs(name=name, repository=REPO, environments=environments, project="p")
+    with pytest.raises(github.BootstrapError, match="shorten `name` or the environment names") as e:
+        _render(lambda: GcpBootstrap("ci", args))
+    assert says in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["eu-ml-platform-bootstrap-x", "gcp-ml", "Acme"])
+def test_a_gcp_pool_id_google_refuses_is_refused_at_preview(name: str) -> None:
+    from infra.bootstrap.gcp import pool_id
+
+    with pytest.raises(github.BootstrapError, match=f"pool id '{name}-github' must have"):
+        pool_id(name)
+    assert pool_id("eu-ml-platform") == "eu-ml-platform-github"
