@@ -18,11 +18,18 @@ def global_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 63) -> str:
     return name
 
 
-def compact_name(cfg: PlatformConfig, purpose: str, *, max_len: int = 24) -> str:
-    """Alphanumeric global name (Azure storage accounts, registries, key vaults): `<org>mlp<stack><purpose>`."""
+def compact_name(cfg: PlatformConfig, purpose: str) -> str:
+    """Alphanumeric global name (Azure storage accounts, registries, key vaults): `<org>mlp<stack><purpose>`.
+    Org and stack are the free parts: a name over its bound is refused when the config is read
+    (config/checks.py calls this for every purpose), not by ARM after half the stack exists."""
+    what, bound = limits.AZURE_COMPACT_NAMES[purpose]
     name = re.sub(r"[^a-z0-9]", "", f"{cfg.org}mlp{cfg.stack}{purpose}".lower())
-    if len(name) > max_len:
-        raise ValueError(f"name {name!r} is longer than {max_len}: shorten org or the stack name")
+    if not bound.admits(len(name)):
+        raise ConfigError(
+            "org", cfg.org,
+            f"the {what} name {name!r} would have {len(name)} characters; Azure takes {bound.describe()}: "
+            f"use an org or stack name {len(name) - (bound.maximum or len(name))} characters shorter",
+        )  # fmt: skip
     return name
 
 

@@ -26,7 +26,7 @@ class Registry(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:azure:Registry", name, None, opts)
-        registry_name = compact_name(cfg, "acr", max_len=50)
+        registry_name = compact_name(cfg, "acr")
         self.registry = azure.containerregistry.Registry(
             f"{name}-acr",
             registry_name=registry_name,

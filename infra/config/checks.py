@@ -35,6 +35,7 @@ def check(cfg: PlatformConfig) -> None:
         _budget,
         _serving,
         _keys_and_logs,
+        _azure_names,
         _cloud_sections,
         _retraining,
     ):
@@ -61,6 +62,15 @@ def _tags(cfg: PlatformConfig) -> None:
     if tags["data-classification"] not in DATA_CLASSIFICATIONS:
         allowed = ", ".join(DATA_CLASSIFICATIONS)
         raise ConfigError("tags.data-classification", tags["data-classification"], f"allowed: {allowed}")
+    # GCP: infra/naming.tags adds `stack`, `managed-by` and one of `purpose`/`pool`/`image` to each resource.
+    labels = len(set(tags) | {"stack", "managed-by"}) + 1
+    if cfg.cloud == "gcp" and not limits.GCP_LABELS.admits(labels):
+        raise ConfigError(
+            "tags",
+            f"{len(tags)} tags",
+            f"with the platform's own (stack, managed-by, purpose/pool/image) a resource gets {labels} labels; "
+            f"GCP takes {limits.GCP_LABELS.describe()}: remove {labels - (limits.GCP_LABELS.maximum or 0)}",
+        )
     for k, v in tags.items():
         # GCP labels are the strictest of the three clouds: lowercase, digits, '-', '_' and at most 63.
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", k) or not re.fullmatch(r"[a-z0-9_-]{0,63}", v):
@@ -124,6 +134,15 @@ def _cluster(cfg: PlatformConfig) -> None:
                 f"cluster.{key}.machineTypes",
                 list(pool.machine_types),
                 f"{limits.SINGLE_MACHINE_TYPE[cfg.cloud]}: list one (the others would be ignored silently)",
+            )
+        zones = limits.GKE_REGIONAL_ZONES
+        if cfg.cloud == "gcp" and key != "gpuPool" and pool.max_nodes < zones:
+            # The pool starts with a node in each zone (infra/gcp/cluster.py initial_nodes_per_zone).
+            raise ConfigError(
+                f"cluster.{key}.max",
+                pool.max_nodes,
+                f"a regional GKE pool starts with one node in each of its {zones} zones "
+                f"({limits.GKE_REGIONAL_ZONES_SOURCE}): set max >= {zones}",
             )
     gpu = cl.gpu_pool
     if not gpu.spot:
@@ -254,6 +273,24 @@ def _keys_and_logs(cfg: PlatformConfig) -> None:
     bound = {"azure": limits.LOG_ANALYTICS_RETENTION, "gcp": limits.GCP_LOG_BUCKET_RETENTION}.get(cfg.cloud)
     if bound is not None and not bound.admits(days):
         raise ConfigError("auditRetentionDays", days, f"expected {bound.describe()}")
+
+
+def _azure_names(cfg: PlatformConfig) -> None:
+    """Azure resource names hold the stack name, and storage account and key vault names org and stack too
+    (`infra/naming.py` compact_name): refused here, with the REST spec's rule, rather than by ARM after half
+    the stack exists."""
+    if cfg.cloud != "azure":
+        return
+    if not re.fullmatch(limits.AZURE_STACK_NAME, cfg.stack):
+        raise ConfigError(
+            "stack", cfg.stack,
+            f"an Azure stack name makes AKS, Log Analytics and identity names: use letters, digits and inner "
+            f"hyphens only, no '_' or '.' ({limits.AZURE_STACK_NAME_SOURCE})",
+        )  # fmt: skip
+    from infra.naming import compact_name  # infra.naming imports infra.config
+
+    for purpose in limits.AZURE_COMPACT_NAMES:
+        compact_name(cfg, purpose)
 
 
 def _cloud_sections(cfg: PlatformConfig) -> None:

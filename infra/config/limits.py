@@ -2,8 +2,9 @@
 
 AWS bounds are read from botocore's service models (the API definitions the AWS SDKs are generated
 from) rather than repeated here, so a botocore upgrade that changes a range changes the check too.
-Azure and GCP ship no machine-readable models in a library we use: their limits are constants, each
-with the documentation (or the Azure REST spec text the azure-native SDK carries) that states it.
+Azure's and GCP's machine-readable definitions (the azure-mgmt SDKs, Google's discovery documents) are
+test dependencies only: their limits are constants here, each with the documentation or REST spec that
+states it, and tests/infra/test_infra_{gcp,azure}_api_values.py judge the plans by those definitions.
 Every `Bound` carries its source, and the config errors print it.
 """
 
@@ -127,6 +128,22 @@ AZURE_BUDGET_NOTIFICATIONS = Bound(
 )
 # Key Vault key rotation policy: a `Rotate` lifetime action at least 7 days after creation.
 AZURE_KEY_ROTATION = Bound(7, None, "learn.microsoft.com/azure/key-vault/keys/how-to-configure-key-rotation")
+# Globally unique Azure names built from org + stack (`infra/naming.py` compact_name: `<org>mlp<stack><purpose>`,
+# lowercase letters and digits only). The longest purposes are the storage accounts' `data`/`logs`; the REST
+# specs bound both path parameters to 24 characters (tests/infra/azure_api_table.py checks the plan against
+# them): a longer org + stack would stop the preview halfway, so the config refuses it.
+# The stack name is part of Azure names whose rules refuse `_` and `.` (which Pulumi stack names may hold) and
+# a hyphen at either end: the Log Analytics workspace `log-mlp-<stack>` (REST spec pattern), the AKS `dnsPrefix`
+# `mlp-<stack>` and managed identities `id-mlp-<stack>-...` (Microsoft's resource-name-rules).
+AZURE_STACK_NAME = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+AZURE_STACK_NAME_SOURCE = "Azure's AKS dnsPrefix and workspace name rules, tests/infra/azure_api_table.py"
+# purpose -> (what, its name's bound); `acr` is the container registry (5-50 alphanumerics).
+AZURE_COMPACT_NAMES: Mapping[str, tuple[str, Bound]] = {
+    "data": ("storage account", Bound(3, 24, "Azure REST spec Microsoft.Storage StorageAccountName")),
+    "logs": ("storage account", Bound(3, 24, "Azure REST spec Microsoft.Storage StorageAccountName")),
+    "kv": ("key vault", Bound(3, 24, "Azure REST spec Microsoft.KeyVault VaultName ^[a-zA-Z0-9-]{3,24}$")),
+    "acr": ("container registry", Bound(5, 50, "Azure REST spec Microsoft.ContainerRegistry RegistryName")),
+}
 
 # GCP -----------------------------------------------------------------------------------------------------
 # Cloud Logging log buckets: retention from 1 to 3650 days.
@@ -135,6 +152,21 @@ GCP_LOG_BUCKET_RETENTION = Bound(1, 3650, "cloud.google.com/logging/docs/buckets
 # with a hyphen (cloud.google.com/resource-manager/docs/creating-managing-projects).
 GCP_PROJECT_ID = r"[a-z][a-z0-9-]{4,28}[a-z0-9]"
 GCP_PROJECT_SOURCE = "cloud.google.com/resource-manager/docs/creating-managing-projects"
+# Service account ids, `mlp-<stack>-<identity>` (infra/gcp/roles.account_id): the IAM API's
+# CreateServiceAccountRequest.accountId "must be 6-30 characters long, and match the regular expression
+# `[a-z]([-a-z0-9]*[a-z0-9])`". Stated in the iam.v1 discovery document, which only the tests have
+# (google-api-python-client): tests/infra/test_infra_gcp_api_values.py checks these two against it.
+GCP_SERVICE_ACCOUNT_ID = Bound(6, 30, "Google IAM API, CreateServiceAccountRequest.accountId")
+GCP_SERVICE_ACCOUNT_ID_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])"
+# The bootstrap's workload identity pool, `<name>-github` (infra/bootstrap/gcp.py): the IAM API's
+# workloadIdentityPools.create says "4-32 characters, and may contain the characters [a-z0-9-]. The prefix
+# `gcp-` is reserved"; checked against the iam.v1 discovery document like the two above.
+GCP_WORKLOAD_IDENTITY_POOL_ID = Bound(
+    4, 32, "Google IAM API, workloadIdentityPools.create workloadIdentityPoolId"
+)
+GCP_WORKLOAD_IDENTITY_POOL_ID_PATTERN = r"(?!gcp-)[a-z0-9-]+"
+# Labels a resource may carry (the `tags` plus the program's own, infra/naming.tags).
+GCP_LABELS = Bound(0, 64, "cloud.google.com/resource-manager/docs/labels-overview#requirements")
 
 # Node pools: GKE node pools and AKS agent pools take exactly one machine type (GKE `machineType`, AKS
 # `vmSize`); only EKS managed node groups accept several (`instanceTypes`).
@@ -142,6 +174,10 @@ SINGLE_MACHINE_TYPE: Mapping[str, str] = {
     "gcp": "a GKE node pool has one machineType (cloud.google.com/kubernetes-engine/docs/concepts/node-pools)",
     "azure": "an AKS agent pool has one vmSize (learn.microsoft.com/azure/aks/create-node-pools)",
 }
+# A regional GKE cluster's pools span three zones of the region (no node locations named), and a pool's initial
+# node count is per zone: a pool that starts with nodes starts with at least one in each zone.
+GKE_REGIONAL_ZONES = 3
+GKE_REGIONAL_ZONES_SOURCE = "cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#overview"
 
 # Kubernetes -----------------------------------------------------------------------------------------------
 # resource.Quantity's serialization grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go): a signed

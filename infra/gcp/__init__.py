@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import PlatformConfig
+from infra.gcp import roles
 from infra.gcp.alarms import serving_restart_policy
 from infra.gcp.audit import Audit
 from infra.gcp.budget import BudgetNotifications
@@ -34,6 +35,8 @@ METADATA_SERVER = [
 def build(cfg: PlatformConfig) -> CloudPlatform:
     assert cfg.gcp_project is not None  # config.parse requires it for gcp
     project = cfg.gcp_project
+    # Names the config cannot judge alone (they join the stack name): refused before any resource exists.
+    roles.check_account_ids(cfg)
     provider = gcp.Provider("gcp", project=project, region=cfg.region, default_labels=tags(cfg))
     opts = pulumi.ResourceOptions(provider=provider)
     invoke = pulumi.InvokeOptions(provider=provider)

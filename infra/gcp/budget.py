@@ -86,7 +86,7 @@ class BudgetNotifications(pulumi.ComponentResource):
             expiration_policy=gcp.pubsub.SubscriptionExpirationPolicyArgs(ttl=""),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.topic]),
         )
-        account_id = f"{cfg.name}-{BUDGET_IDENTITY}"[:30]
+        account_id = roles.account_id(cfg, BUDGET_IDENTITY)
         account = gcp.serviceaccount.Account(
             f"{name}-job",
             account_id=account_id,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from infra.config import PlatformConfig, PoolConfig
+from infra.config import PlatformConfig, PoolConfig, limits
+from infra.gcp import roles
 from infra.gcp.keys import EnvironmentKey
 from infra.gcp.registry import Registry
 from infra.k8s.kubeconfig import exec_kubeconfig
@@ -16,6 +17,13 @@ from infra.shape import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 
 NODE_ROLES = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer"]
 CONTROL_PLANE_LOGS = ["SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "WORKLOADS"]
+
+
+def initial_nodes_per_zone(spec: PoolConfig, *, gpu: bool) -> int:
+    """The pool's `initial_node_count`, which GKE applies per zone: the fewest that reach the pool's total
+    minimum (at least one node, so the system pods have somewhere to run before the autoscaler acts).
+    `min_nodes` itself per zone would start a prod pool of min 2, max 4 with 6 nodes."""
+    return 0 if gpu else -(-max(spec.min_nodes, 1) // limits.GKE_REGIONAL_ZONES)
 
 
 def _pool(
@@ -76,7 +84,7 @@ def _pool(
         name=pool,
         cluster=cluster.id,
         location=cfg.region,
-        initial_node_count=0 if gpu else max(spec.min_nodes, 1),
+        initial_node_count=initial_nodes_per_zone(spec, gpu=gpu),
         # Total over the region's zones (min/max_node_count would be per zone).
         autoscaling=gcp.container.NodePoolAutoscalingArgs(
             total_min_node_count=spec.min_nodes,
@@ -140,7 +148,7 @@ class Cluster(pulumi.ComponentResource):
             log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
             opts=child,
         )
-        node_sa_id = f"{cfg.name}-nodes"[:30]
+        node_sa_id = roles.account_id(cfg, roles.NODES_IDENTITY)
         node_sa = gcp.serviceaccount.Account(
             f"{name}-nodes-sa", account_id=node_sa_id, display_name=f"{cfg.name} GKE nodes", opts=child
         )

@@ -29,7 +29,7 @@ class Identities(pulumi.ComponentResource):
         super().__init__("eu-ml-platform:gcp:Identities", name, None, opts)
         self.emails = {}
         for identity in IDENTITIES:
-            account_id = f"{cfg.name}-{identity}"[:30]
+            account_id = roles.account_id(cfg, identity)
             account = gcp.serviceaccount.Account(
                 f"{name}-{identity}",
                 account_id=account_id,

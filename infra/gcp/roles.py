@@ -7,10 +7,21 @@ own service agents, which get `roles/cloudkms.cryptoKeyEncrypterDecrypter` on th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infra.shape import BUCKET_ACCESS, IMAGE_PULL, IMAGE_PUSH, PREFIX_ACCESS, Access, ServiceAccountRef
+from infra.config import ConfigError, PlatformConfig, limits
+from infra.shape import (
+    BUCKET_ACCESS,
+    BUDGET_IDENTITY,
+    IDENTITIES,
+    IMAGE_PULL,
+    IMAGE_PUSH,
+    PREFIX_ACCESS,
+    Access,
+    ServiceAccountRef,
+)
 
 BUCKET_ROLES: Mapping[Access, str] = {
     Access.READ: "roles/storage.objectViewer",
@@ -73,6 +84,37 @@ def repository_bindings(identity: str) -> list[Binding]:
         if image not in IMAGE_PUSH[identity]
     ]
     return pushes + pulls
+
+
+NODES_IDENTITY = "nodes"
+# Every Google service account the stack creates: the workload identities, the budget job's, the nodes'.
+ACCOUNTS: tuple[str, ...] = (*IDENTITIES, BUDGET_IDENTITY, NODES_IDENTITY)
+
+
+def account_id(cfg: PlatformConfig, identity: str) -> str:
+    """A service account id, `mlp-<stack>-<identity>`, cut to the 30 characters Google allows: the stacks
+    deployed so far got their ids this way, and a changed id would replace the account. check_account_ids
+    refuses, before any resource is declared, a stack whose cut ids Google would refuse."""
+    return f"{cfg.name}-{identity}"[: limits.GCP_SERVICE_ACCOUNT_ID.maximum]
+
+
+def check_account_ids(cfg: PlatformConfig) -> None:
+    """serviceAccounts.create refuses an id that ends in `-` (a cut can), and two identities whose cut ids
+    are equal would collide: found here rather than halfway through `pulumi up`."""
+    bound, pattern = limits.GCP_SERVICE_ACCOUNT_ID, limits.GCP_SERVICE_ACCOUNT_ID_PATTERN
+    ids = {identity: account_id(cfg, identity) for identity in ACCOUNTS}
+    bad = [f"{aid!r}" for aid in ids.values() if not (bound.admits(len(aid)) and re.fullmatch(pattern, aid))]
+    owners = {aid: [who for who, a in ids.items() if a == aid] for aid in ids.values()}
+    bad += [f"{aid!r} for {' and '.join(who)}" for aid, who in owners.items() if len(who) > 1]
+    if bad:
+        room = (bound.maximum or 0) - len(f"{cfg.name}-{max(ACCOUNTS, key=len)}") + len(cfg.stack)
+        raise ConfigError(
+            "stack", cfg.stack,
+            f"service account ids `mlp-<stack>-<identity>` cut to {bound.maximum} characters that Google refuses: "
+            f"{', '.join(sorted(set(bad)))}; Google takes {bound.describe()} matching {pattern}, one per account: "
+            f"use a stack name of lowercase letters, digits and hyphens, of at most {room} characters (the "
+            f"longest id, mlp-<stack>-{max(ACCOUNTS, key=len)}, is then whole)",
+        )  # fmt: skip
 
 
 def service_account_email(account_id: str, project: str) -> str:

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import botocore.session
 import regex
+from api_paths import Outcome, leaves, split, values
+from api_paths import number as _number
+from api_paths import unknown as _unknown
 from aws_api_table import AUTONAME_SUFFIX, AUTONAMED, PROVIDER_ONLY, TABLE, Call
 from infra_fixtures import Plan
 
 from infra.config import limits
-from infra.plan import SECRET_SIG_KEY
-from infra.plan_mocks import UNKNOWN
-
-TOKEN = re.compile(r"([^.\[{]+)|(\[\])|(\{key\})|(\{\})")
 
 
 @functools.cache
@@ -26,18 +24,10 @@ def _model(service: str) -> Any:
     return botocore.session.get_session().get_service_model(service)
 
 
-def _split(path: str) -> list[str]:
-    """`a[].b{key}` -> ['a', '[]', 'b', '{key}']."""
-    out: list[str] = []
-    for part in path.split("."):
-        out += [m.group(0) for m in TOKEN.finditer(part)]
-    return out
-
-
 def api_shape(call: Call, member_path: str) -> Any:
     """The botocore shape at an API member path; KeyError naming the first missing step."""
     shape = _model(call.service).operation_model(call.operation).input_shape
-    for step in _split(member_path):
+    for step in split(member_path):
         if step == "[]" and shape.type_name == "list":
             shape = shape.member
         elif step == "{key}" and shape.type_name == "map":
@@ -106,16 +96,6 @@ DOCUMENTED: dict[tuple[str, str, str], Callable[[Any, str], str | None]] = {
 }
 
 
-def _unknown(value: Any) -> bool:
-    if isinstance(value, str):
-        return UNKNOWN in value
-    return isinstance(value, dict) and SECRET_SIG_KEY in value
-
-
-def _number(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def shape_problem(value: Any, shape: Any) -> str | None:
     """Why the API refuses this value for this shape, or None (botocore's constraints, service-side rules)."""
     meta, kind = shape.metadata, shape.type_name
@@ -153,32 +133,6 @@ def shape_problem(value: Any, shape: Any) -> str | None:
     return None
 
 
-def _values(node: Any, steps: list[str], where: str) -> Iterator[tuple[str, Any]]:
-    """The plan values at a path: (concrete location, value)."""
-    if not steps:
-        yield where, node
-        return
-    step, rest = steps[0], steps[1:]
-    if step == "[]" and isinstance(node, list):
-        for i, item in enumerate(node):
-            yield from _values(item, rest, f"{where}[{i}]")
-    elif step == "{key}" and isinstance(node, dict):
-        for k in node:
-            yield from _values(k, rest, f"{where}{{{k!r}}}")
-    elif step == "{}" and isinstance(node, dict):
-        for k, v in node.items():
-            yield from _values(v, rest, f"{where}.{k}")
-    elif isinstance(node, dict) and step in node:
-        yield from _values(node[step], rest, f"{where}.{step}" if where else step)
-
-
-@dataclass
-class Outcome:
-    violations: list[str]
-    checked: int = 0
-    unknown: int = 0
-
-
 def check_resource(stack: str, r: dict[str, Any], out: Outcome) -> None:
     inputs = dict(r["inputs"])
     if r["type"] in AUTONAMED and AUTONAMED[r["type"]] not in inputs:
@@ -187,7 +141,7 @@ def check_resource(stack: str, r: dict[str, Any], out: Outcome) -> None:
         for plan_path, member_path in call.members.items():
             shape = api_shape(call, member_path)
             doc_rule = DOCUMENTED.get((call.service, call.operation, member_path))
-            for where, value in _values(inputs, _split(plan_path), ""):
+            for where, value in values(inputs, split(plan_path), ""):
                 if _unknown(value) or (isinstance(value, list) and any(_unknown(v) for v in value)):
                     out.unknown += 1
                     continue
@@ -229,18 +183,6 @@ def check_plan(stack: str, p: Plan) -> Outcome:
     return out
 
 
-def _leaves(node: Any, where: str = "") -> Iterator[str]:
-    """Every input path in the plan, lists as `[]` (what the table must cover)."""
-    if isinstance(node, dict) and node and not _unknown(node):
-        for k, v in node.items():
-            yield from _leaves(v, f"{where}.{k}" if where else k)
-    elif isinstance(node, list) and node:
-        for v in node:
-            yield from _leaves(v, f"{where}[]")
-    else:
-        yield where
-
-
 def _covers(call: Call, plan_path: str, leaf: str) -> bool:
     """A mapped path covers a leaf it names, or any leaf under it where the API takes a map or a scalar list
     (each element is checked), or under a plan map sent as key/value structures."""
@@ -264,7 +206,7 @@ def uncovered(p: Plan) -> list[str]:
         if t not in TABLE:
             out.append(f"{r['name']}: resource type {t} is not in aws_api_table.TABLE")
             continue
-        for leaf in set(_leaves(r["inputs"])):
+        for leaf in set(leaves(r["inputs"])):
             top = re.split(r"[.\[]", leaf, maxsplit=1)[0]
             if top in PROVIDER_ONLY.get(t, {}):
                 continue

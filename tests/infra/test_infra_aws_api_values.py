@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from api_paths import mutated
 from aws_api_check import PATTERNS, _model, _number, _unknown, api_shape, check_plan, uncovered
 from aws_api_table import TABLE, Call
 from infra_fixtures import Plan, aws_iam_definition
@@ -78,14 +79,7 @@ def test_every_value_the_plan_sends_is_one_the_aws_api_accepts(plans: dict[str, 
 
 
 def _mutated(p: Plan, name: str, path: str, value: Any) -> Plan:
-    doc = copy.deepcopy(p.doc)
-    (r,) = [r for r in doc["resources"] if r["name"] == name and r["type"].startswith("aws:")]
-    *parents, leaf = path.split(".")
-    node = r["inputs"]
-    for step in parents:
-        node = node[int(step)] if isinstance(node, list) else node[step]
-    node[leaf] = value
-    return Plan(doc)
+    return Plan(mutated(p.doc, name, "aws", path, value))
 
 
 # (resource, input path, refused value, words the message must hold)

@@ -91,6 +91,14 @@ BAD_INPUTS = [
     ("unknown cloud", "dev", "cloud", "oci", "cloud", "aws, gcp, azure"),
     ("unknown environment", "dev", "environment", "qa", "environment", "dev, staging, prod"),
     ("min > max", "dev", "cluster.systemPool.min", 5, "cluster.systemPool.min", "<= cluster.systemPool.max"),
+    (
+        "GKE pool max below its zones",
+        "gcp-dev",
+        "cluster.servingPool.max",
+        2,
+        "cluster.servingPool.max",
+        "3 zones",
+    ),
     ("replicas min > max", "dev", "serving.minReplicas", 9, "serving.minReplicas", "<= serving.maxReplicas"),
     (
         "GPU cap above budget",
