@@ -12,6 +12,7 @@ import pulumi_gcp as gcp
 
 from infra.bootstrap import github
 from infra.config import limits
+from infra.gcp.roles import refused_account_ids
 
 PROJECT_ROLES = {
     "read": ("roles/viewer",),
@@ -43,24 +44,16 @@ def pool_id(name: str) -> str:
 def account_ids(name: str, identities: tuple[github.Identity, ...]) -> dict[str, str]:
     """`<name>-ci-<identity>`, cut to the 30 characters an account id may have: the ids deployed so far were
     cut this way, and a changed id would replace the account (and the emails the CI's secrets hold). A cut
-    that ends in `-`, or that two identities share, would be refused by serviceAccounts.create (or collide)
-    halfway through `up`: refused here, naming the fix."""
+    id Google refuses (ends in `-`, other characters) or that two identities share is refused here, naming
+    the fix, instead of by serviceAccounts.create halfway through `up`."""
     bound, pattern = limits.GCP_SERVICE_ACCOUNT_ID, limits.GCP_SERVICE_ACCOUNT_ID_PATTERN
     ids = {i.name: f"{name}-ci-{i.name}"[: bound.maximum] for i in identities}
-    bad = [
-        f"{who} -> {aid!r}"
-        for who, aid in ids.items()
-        if not (bound.admits(len(aid)) and re.fullmatch(pattern, aid))
-    ]
-    shared = sorted({aid for aid in ids.values() if list(ids.values()).count(aid) > 1})
-    if bad or shared:
-        why = "; ".join(
-            bad + [f"{aid!r} shared by {[w for w, a in ids.items() if a == aid]}" for aid in shared]
-        )
+    bad = refused_account_ids(ids)
+    if bad:
         raise github.BootstrapError(
             f"service account ids `<name>-ci-<identity>` (cut to {bound.maximum} characters) that Google refuses: "
-            f"{why}. An id needs {bound.describe()} matching {pattern} and its own name: shorten "
-            "`name` or the environment names"
+            f"{', '.join(bad)}. An id needs {bound.describe()} matching {pattern}, one per identity: use a `name` "
+            "of lowercase letters, digits and hyphens, and shorten `name` or the environment names"
         )
     return ids
 

@@ -62,13 +62,15 @@ def _tags(cfg: PlatformConfig) -> None:
     if tags["data-classification"] not in DATA_CLASSIFICATIONS:
         allowed = ", ".join(DATA_CLASSIFICATIONS)
         raise ConfigError("tags.data-classification", tags["data-classification"], f"allowed: {allowed}")
-    # GCP: infra/naming.tags adds `stack`, `managed-by` and one of `purpose`/`pool`/`image` to each resource.
-    labels = len(set(tags) | {"stack", "managed-by"}) + 1
+    # GCP: infra/naming.tags adds `stack`, `managed-by` and one of `purpose`/`pool`/`image` to each resource, and
+    # pulumi-gcp (8+) `goog-pulumi-provisioned` to every labelled one (its 8.0 migration guide, "Default label").
+    labels = len(set(tags) | {"stack", "managed-by"}) + 2
     if cfg.cloud == "gcp" and not limits.GCP_LABELS.admits(labels):
         raise ConfigError(
             "tags",
             f"{len(tags)} tags",
-            f"with the platform's own (stack, managed-by, purpose/pool/image) a resource gets {labels} labels; "
+            f"with the platform's own (stack, managed-by, purpose/pool/image) and the provider's "
+            f"goog-pulumi-provisioned a resource gets {labels} labels; "
             f"GCP takes {limits.GCP_LABELS.describe()}: remove {labels - (limits.GCP_LABELS.maximum or 0)}",
         )
     for k, v in tags.items():
@@ -136,13 +138,16 @@ def _cluster(cfg: PlatformConfig) -> None:
                 f"{limits.SINGLE_MACHINE_TYPE[cfg.cloud]}: list one (the others would be ignored silently)",
             )
         zones = limits.GKE_REGIONAL_ZONES
-        if cfg.cloud == "gcp" and key != "gpuPool" and pool.max_nodes < zones:
-            # The pool starts with a node in each zone (infra/gcp/cluster.py initial_nodes_per_zone).
+        starts = limits.gke_initial_nodes_per_zone(pool.min_nodes) * zones
+        if cfg.cloud == "gcp" and key != "gpuPool" and pool.max_nodes < starts:
+            # The pool starts with the same number of nodes in each zone (infra/gcp/cluster.py).
+            fits = pool.max_nodes // zones * zones
             raise ConfigError(
                 f"cluster.{key}.max",
                 pool.max_nodes,
-                f"a regional GKE pool starts with one node in each of its {zones} zones "
-                f"({limits.GKE_REGIONAL_ZONES_SOURCE}): set max >= {zones}",
+                f"a regional GKE pool starts with as many nodes in each of its {zones} zones, {starts} in all to "
+                f"reach min {pool.min_nodes} ({limits.GKE_REGIONAL_ZONES_SOURCE}): set max >= {starts}"
+                + (f", or min <= {fits}" if fits else ""),
             )
     gpu = cl.gpu_pool
     if not gpu.spot:

@@ -179,6 +179,14 @@ SINGLE_MACHINE_TYPE: Mapping[str, str] = {
 GKE_REGIONAL_ZONES = 3
 GKE_REGIONAL_ZONES_SOURCE = "cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#overview"
 
+
+def gke_initial_nodes_per_zone(min_nodes: int) -> int:
+    """A non-GPU pool's `initial_node_count` (per zone): the fewest that reach its total minimum, at least one
+    so the system pods have somewhere to run before the autoscaler acts. The pool starts with this times
+    GKE_REGIONAL_ZONES nodes, which its total maximum must hold."""
+    return -(-max(min_nodes, 1) // GKE_REGIONAL_ZONES)
+
+
 # Kubernetes -----------------------------------------------------------------------------------------------
 # resource.Quantity's serialization grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go): a signed
 # decimal number with an optional binary (Ki..Ei), decimal (n, u, m, k, M..E) or exponent suffix.

@@ -23,7 +23,7 @@ def initial_nodes_per_zone(spec: PoolConfig, *, gpu: bool) -> int:
     """The pool's `initial_node_count`, which GKE applies per zone: the fewest that reach the pool's total
     minimum (at least one node, so the system pods have somewhere to run before the autoscaler acts).
     `min_nodes` itself per zone would start a prod pool of min 2, max 4 with 6 nodes."""
-    return 0 if gpu else -(-max(spec.min_nodes, 1) // limits.GKE_REGIONAL_ZONES)
+    return 0 if gpu else limits.gke_initial_nodes_per_zone(spec.min_nodes)
 
 
 def _pool(

@@ -98,20 +98,27 @@ def account_id(cfg: PlatformConfig, identity: str) -> str:
     return f"{cfg.name}-{identity}"[: limits.GCP_SERVICE_ACCOUNT_ID.maximum]
 
 
+def refused_account_ids(ids: Mapping[str, str]) -> list[str]:
+    """The ids (owner -> id) serviceAccounts.create would refuse, or that two owners share (a 409), described
+    for an error message; the platform stack and the bootstrap both cut ids to 30 characters."""
+    bound, pattern = limits.GCP_SERVICE_ACCOUNT_ID, limits.GCP_SERVICE_ACCOUNT_ID_PATTERN
+    bad = [f"{aid!r}" for aid in ids.values() if not (bound.admits(len(aid)) and re.fullmatch(pattern, aid))]
+    owners = {aid: [who for who, a in ids.items() if a == aid] for aid in ids.values()}
+    bad += [f"{aid!r} for {' and '.join(who)}" for aid, who in owners.items() if len(who) > 1]
+    return sorted(set(bad))
+
+
 def check_account_ids(cfg: PlatformConfig) -> None:
     """serviceAccounts.create refuses an id that ends in `-` (a cut can), and two identities whose cut ids
     are equal would collide: found here rather than halfway through `pulumi up`."""
     bound, pattern = limits.GCP_SERVICE_ACCOUNT_ID, limits.GCP_SERVICE_ACCOUNT_ID_PATTERN
-    ids = {identity: account_id(cfg, identity) for identity in ACCOUNTS}
-    bad = [f"{aid!r}" for aid in ids.values() if not (bound.admits(len(aid)) and re.fullmatch(pattern, aid))]
-    owners = {aid: [who for who, a in ids.items() if a == aid] for aid in ids.values()}
-    bad += [f"{aid!r} for {' and '.join(who)}" for aid, who in owners.items() if len(who) > 1]
+    bad = refused_account_ids({identity: account_id(cfg, identity) for identity in ACCOUNTS})
     if bad:
         room = (bound.maximum or 0) - len(f"{cfg.name}-{max(ACCOUNTS, key=len)}") + len(cfg.stack)
         raise ConfigError(
             "stack", cfg.stack,
             f"service account ids `mlp-<stack>-<identity>` cut to {bound.maximum} characters that Google refuses: "
-            f"{', '.join(sorted(set(bad)))}; Google takes {bound.describe()} matching {pattern}, one per account: "
+            f"{', '.join(bad)}; Google takes {bound.describe()} matching {pattern}, one per account: "
             f"use a stack name of lowercase letters, digits and hyphens, of at most {room} characters (the "
             f"longest id, mlp-<stack>-{max(ACCOUNTS, key=len)}, is then whole)",
         )  # fmt: skip

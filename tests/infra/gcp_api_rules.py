@@ -242,10 +242,18 @@ LABEL_MEMBERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# pulumi-gcp 8+ adds `goog-pulumi-provisioned` to every labelled resource (its 8.0 migration guide, "Default
+# label"; the stack's provider does not set addPulumiAttributionLabel false): one label more than the plan sends.
+PROVIDER_LABELS = 1
+
+
 def label_problems(labels: dict[str, Any]) -> list[str | None]:
     out: list[str | None] = []
-    if len(labels) > MAX_LABELS:
-        out.append(f"{len(labels)} labels; at most {MAX_LABELS} (resource-manager/docs/labels-overview)")
+    if len(labels) + PROVIDER_LABELS > MAX_LABELS:
+        out.append(
+            f"{len(labels) + PROVIDER_LABELS} labels with the provider's goog-pulumi-provisioned; at most "
+            f"{MAX_LABELS} (resource-manager/docs/labels-overview)"
+        )
     for k, v in labels.items():
         if not LABEL_KEY.fullmatch(k):
             out.append(

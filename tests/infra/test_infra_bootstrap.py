@@ -235,10 +235,14 @@ def test_gcp_account_ids_keep_the_ids_deployed_so_far() -> None:
     ("name", "environments", "says"),
     [
         # cut to `eu-ml-platform-ci-deploy-test-`: ends in '-'
-        ("eu-ml-platform", ("test-a",), "deploy-test-a -> 'eu-ml-platform-ci-deploy-test-'"),
+        ("eu-ml-platform", ("test-a",), "refuses: 'eu-ml-platform-ci-deploy-test-'."),
         # both cut to `eu-ml-platform-ci-deploy-stagi`
-        ("eu-ml-platform", ("staging", "staging2"), "'eu-ml-platform-ci-deploy-stagi' shared by"),
-        ("EU_ml", ENVS, "preview -> 'EU_ml-ci-preview'"),
+        (
+            "eu-ml-platform",
+            ("staging", "staging2"),
+            "'eu-ml-platform-ci-deploy-stagi' for deploy-staging and deploy-staging2",
+        ),
+        ("EU_ml", ENVS, "'EU_ml-ci-preview'"),
     ],
 )
 def test_gcp_account_ids_google_refuses_are_refused_at_preview(
@@ -247,7 +251,9 @@ def test_gcp_account_ids_google_refuses_are_refused_at_preview(
     from infra.bootstrap.gcp import GcpBootstrap, GcpBootstrapArgs
 
     args = GcpBootstrapArgs(name=name, repository=REPO, environments=environments, project="p")
-    with pytest.raises(github.BootstrapError, match="shorten `name` or the environment names") as e:
+    with pytest.raises(
+        github.BootstrapError, match="lowercase letters, digits and hyphens, and shorten"
+    ) as e:
         _render(lambda: GcpBootstrap("ci", args))
     assert says in str(e.value)
 

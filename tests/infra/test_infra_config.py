@@ -97,8 +97,17 @@ BAD_INPUTS = [
         "cluster.servingPool.max",
         2,
         "cluster.servingPool.max",
-        "3 zones",
+        "3 zones, 3 in all to reach min 1",
     ),
+    # min 4 starts 2 per zone: 6 nodes over a max of 4
+    (
+        "GKE pool starts over its max",
+        "gcp-dev",
+        "cluster.systemPool",
+        {"machineTypes": ["e2-standard-4"], "min": 4, "max": 4},
+        "cluster.systemPool.max",
+        "6 in all to reach min 4",
+    ),  # fmt: skip
     ("replicas min > max", "dev", "serving.minReplicas", 9, "serving.minReplicas", "<= serving.maxReplicas"),
     (
         "GPU cap above budget",

@@ -129,7 +129,7 @@ REFUSED = [
     (f"{P}buckets-raw", "uniformBucketLevelAccess", "true", "expected a boolean"),
     (f"{P}buckets-raw", "labels", {"Cost-Centre": "cc-ml-1001"}, "label key 'Cost-Centre'"),
     (f"{P}buckets-raw", "labels", {"owner": "ML Platform"}, "label 'owner' value 'ML Platform'"),
-    (f"{P}buckets-raw", "labels", {f"k{i}": "v" for i in range(65)}, "65 labels; at most 64"),
+    (f"{P}buckets-raw", "labels", {f"k{i}": "v" for i in range(64)}, "65 labels with the provider's goog-pulumi-provisioned; at most 64"),
     (f"{P}gke", "name", "m" * 41, "up to 40"),
     (f"{P}audit-budget", "displayName", "b" * 61, "at most 60"),
     (f"{P}audit-budget", "allUpdatesRule.monitoringNotificationChannels", [f"c{i}" for i in range(6)], "at most 5"),
@@ -271,10 +271,10 @@ def test_more_tags_than_gcp_labels_hold_are_refused_at_config_time(plans: dict[s
 
     values = config.project_keys(planner.stack_config(STACK))
     tags = json.loads(values["tags"])
-    # The plan's labels: the stack's tags plus the platform's own, up to 64 on one resource.
+    # The plan's labels: the stack's tags plus the platform's own (and the provider adds goog-pulumi-provisioned).
     bucket = plans[STACK].named(f"{P}buckets-raw")["inputs"]["labels"]
     assert len(bucket) == len(tags) + 3 and limits.GCP_LABELS.maximum == 64
-    for count, refused in ((61, False), (62, True)):
+    for count, refused in ((60, False), (61, True)):
         values["tags"] = json.dumps({**tags, **{f"team-{i}": "x" for i in range(count - len(tags))}})
         if not refused:
             config.parse(values, stack=STACK)
