@@ -7,12 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from api_paths import number as _number
+from api_paths import unknown as _unknown
 from azure_api_table import FILLED, PROVIDER_ONLY, RENAMED, TABLE, UNMODELLED, Api, Spec, model_of
 from azure_sdk_schema import Member, members, subtype, url_parameters
 from infra_fixtures import Plan
-
-from infra.plan import SECRET_SIG_KEY
-from infra.plan_mocks import UNKNOWN
 
 # Extensible enums ("x-ms-enum modelAsString"): ARM may take values beyond the known ones, but a value outside
 # them is a violation unless listed here, (resource type, input path) -> values, with why. None today: every
@@ -41,16 +40,6 @@ def plan_members(cls: type, value: dict[str, Any] | None = None) -> dict[str, Me
     for key, rest in RENAMED.get(f"{cls.__module__.split('.')[2]}.{cls.__name__}", {}).items():
         out[key] = members(cls)[rest]
     return out
-
-
-def _unknown(value: Any) -> bool:
-    if isinstance(value, str):
-        return UNKNOWN in value
-    return isinstance(value, dict) and SECRET_SIG_KEY in value
-
-
-def _number(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def limit_problems(value: Any, limits: dict[str, Any]) -> list[str]:
