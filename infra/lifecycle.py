@@ -83,7 +83,9 @@ FIXED_IDENTITY: Mapping[str, str] = {
     "azure-native:keyvault:Vault": "vault_name",
     "azure-native:managedidentity:FederatedIdentityCredential": "federated_identity_credential_resource_name",
     "azure-native:managedidentity:UserAssignedIdentity": "resource_name",
+    "azure-native:monitor:ActionGroup": "action_group_name",
     "azure-native:monitor:DiagnosticSetting": "name",
+    "azure-native:monitor:MetricAlert": "rule_name",
     "azure-native:monitor:SubscriptionDiagnosticSetting": "name",
     "azure-native:network:NatGateway": "nat_gateway_name",
     "azure-native:network:PublicIPAddress": "public_ip_address_name",
@@ -100,10 +102,20 @@ FIXED_IDENTITY: Mapping[str, str] = {
     "kubernetes:helm.sh/v3:Release": "name",
 }
 
-# Where data or keys live: kept by the cloud if a prod stack is ever destroyed.
+# Where data or keys live, and the settings that keep them safe (versioning, retention rules, encryption, public
+# access blocks, soft delete): kept by the cloud if a prod stack is ever destroyed. A retained bucket whose
+# versioning or access block was deleted with the stack would keep its objects but lose what protects them.
 RETAINED_IN_PROD: frozenset[str] = frozenset(
     {
         "aws:s3/bucket:Bucket",
+        "aws:s3/bucketVersioning:BucketVersioning",
+        "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+        "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+        "aws:s3/bucketPolicy:BucketPolicy",
+        "aws:s3/bucketLogging:BucketLogging",
+        "aws:ecr/lifecyclePolicy:LifecyclePolicy",
         "aws:kms/key:Key",
         "aws:ecr/repository:Repository",
         "aws:cloudwatch/logGroup:LogGroup",
@@ -115,6 +127,8 @@ RETAINED_IN_PROD: frozenset[str] = frozenset(
         "azure-native:resources:ResourceGroup",
         "azure-native:storage:StorageAccount",
         "azure-native:storage:BlobContainer",
+        "azure-native:storage:BlobServiceProperties",
+        "azure-native:storage:ManagementPolicy",
         "azure-native:keyvault:Vault",
         "azure-native:keyvault:Key",
         "azure-native:containerregistry:Registry",

@@ -150,7 +150,8 @@ class Cluster(pulumi.ComponentResource):
             retention_in_days=cfg.audit_retention_days,
             kms_key_id=key_arn,
             tags=tags(cfg),
-            opts=child,
+            # The control plane's audit trail: protected in prod like the buckets.
+            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
         )
         self.cluster = aws.eks.Cluster(
             name,

@@ -68,7 +68,8 @@ class Registry(pulumi.ComponentResource):
                         ]
                     }
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                # Decides which images are kept: protected in prod with the repository it governs.
+                opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
             )
             self.repositories[image] = repository
         self.register_outputs({"urls": self.urls})

@@ -34,7 +34,10 @@ class SecureBucket(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:aws:SecureBucket", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # The settings below are resources of their own, which the bucket's `protect` does not cover: in prod a
+        # destroy or replacement would otherwise delete them first (suspend versioning, drop the lifecycle
+        # rules, the public access block, the TLS-only policy...) and stop only at the bucket.
+        child = pulumi.ResourceOptions(parent=self, protect=cfg.is_prod)
         self.bucket = aws.s3.Bucket(
             name,
             bucket=bucket_name,
@@ -83,7 +86,7 @@ class SecureBucket(pulumi.ComponentResource):
             f"{name}-policy",
             bucket=bucket_id,
             policy=policy,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[public_access])),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-lifecycle", bucket=bucket_id, rules=lifecycle_rules(cfg, purpose), opts=child

@@ -10,7 +10,7 @@ import pulumi_azure_native as azure
 from infra.azure import roles
 from infra.azure.alarms import serving_not_ready_alert
 from infra.azure.audit import Audit, AuditWorkspace
-from infra.azure.cluster import SPOT_TAINT, Cluster
+from infra.azure.cluster import SPOT_TAINT, Cluster, node_resource_group
 from infra.azure.identity import Identities
 from infra.azure.keys import EnvironmentKey
 from infra.azure.registry import Registry
@@ -21,10 +21,13 @@ from infra.shape import CloudPlatform, Taint
 
 
 def build(cfg: PlatformConfig) -> CloudPlatform:
+    resource_group = f"rg-{cfg.name}"
+    # A name the config cannot judge alone (it joins the stack name and the region): refused before any
+    # resource exists, not by AKS after the vault, accounts and registry.
+    node_resource_group(cfg, resource_group)
     provider = azure.Provider("azure", location=cfg.region)
     client = azure.authorization.get_client_config(opts=pulumi.InvokeOptions(provider=provider))
     subscription = client.subscription_id
-    resource_group = f"rg-{cfg.name}"
     rg = azure.resources.ResourceGroup(
         f"{cfg.name}-rg",
         resource_group_name=resource_group,

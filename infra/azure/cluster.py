@@ -13,7 +13,7 @@ import pulumi_azure_native as azure
 
 from infra.azure import roles
 from infra.azure.keys import DATA_KEY, SECRETS_KEY, EnvironmentKey
-from infra.config import AzureConfig, PlatformConfig, PoolConfig
+from infra.config import AzureConfig, ConfigError, PlatformConfig, PoolConfig, limits
 from infra.k8s.kubeconfig import aks_kubeconfig
 from infra.naming import tags
 from infra.network import AKS_DNS_SERVICE_IP, AKS_POD_CIDR, AKS_SERVICE_CIDR, subnet_cidrs
@@ -22,6 +22,26 @@ from infra.shape import GPU_TAINT, POOL_LABEL, Taint
 # AKS adds this taint to every spot node by itself (it cannot be removed); pods for spot pools must
 # tolerate it (learn.microsoft.com/azure/aks/spot-node-pool).
 SPOT_TAINT = Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
+
+
+def cluster_name(cfg: PlatformConfig) -> str:
+    return f"aks-{cfg.name}"
+
+
+def node_resource_group(cfg: PlatformConfig, resource_group: str) -> str:
+    """The resource group AKS creates for the nodes: its default name, which the deployed clusters have (setting
+    `nodeResourceGroup` on an existing cluster replaces it). The stack name is in it twice, so a stack name the
+    other names admit can make it longer than AKS takes: refused before any resource exists."""
+    name = f"MC_{resource_group}_{cluster_name(cfg)}_{cfg.region}"
+    bound = limits.AKS_NODE_RESOURCE_GROUP
+    if not bound.admits(len(name)):
+        over = len(name) - (bound.maximum or len(name))
+        raise ConfigError(
+            "stack", cfg.stack,
+            f"AKS names the nodes' resource group {name!r}, {len(name)} characters; it takes {bound.describe()}: "
+            f"use a stack name of at most {len(cfg.stack) - (over + 1) // 2} characters (it is in the name twice)",
+        )  # fmt: skip
+    return name
 
 
 def _pool_args(
@@ -197,7 +217,7 @@ class Cluster(pulumi.ComponentResource):
         system = cfg.cluster.system_pool
         self.cluster = azure.containerservice.ManagedCluster(
             name,
-            resource_name_=f"aks-{cfg.name}",
+            resource_name_=cluster_name(cfg),
             resource_group_name=resource_group,
             location=cfg.region,
             dns_prefix=cfg.name,

@@ -152,7 +152,10 @@ class Storage(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready, protect=cfg.is_prod),
             )
             self.accounts[account] = sa
-            child = pulumi.ResourceOptions(parent=self, depends_on=[sa])
+            # The blob service (versioning, soft delete), the lifecycle policy and the containers are resources
+            # of their own, which the account's `protect` does not cover: in prod a destroy or replacement would
+            # delete them (the containers with their blobs) before stopping at the account.
+            child = pulumi.ResourceOptions(parent=self, depends_on=[sa], protect=cfg.is_prod)
             blob_service = azure.storage.BlobServiceProperties(
                 f"{name}-{account}-blob-service",
                 account_name=account_name,
@@ -182,7 +185,9 @@ class Storage(pulumi.ComponentResource):
                     resource_group_name=resource_group,
                     container_name=container,
                     public_access=azure.storage.PublicAccess.NONE,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[sa, blob_service]),
+                    opts=pulumi.ResourceOptions.merge(
+                        child, pulumi.ResourceOptions(depends_on=[blob_service])
+                    ),
                 )
         self.uris = {
             purpose: f"https://{self.account_names[owner]}.blob.core.windows.net/{container}"

@@ -62,17 +62,18 @@ def _tags(cfg: PlatformConfig) -> None:
     if tags["data-classification"] not in DATA_CLASSIFICATIONS:
         allowed = ", ".join(DATA_CLASSIFICATIONS)
         raise ConfigError("tags.data-classification", tags["data-classification"], f"allowed: {allowed}")
-    # GCP: infra/naming.tags adds `stack`, `managed-by` and one of `purpose`/`pool`/`image` to each resource, and
-    # pulumi-gcp (8+) `goog-pulumi-provisioned` to every labelled one (its 8.0 migration guide, "Default label").
-    labels = len(set(tags) | {"stack", "managed-by"}) + 2
-    if cfg.cloud == "gcp" and not limits.GCP_LABELS.admits(labels):
-        raise ConfigError(
-            "tags",
-            f"{len(tags)} tags",
-            f"with the platform's own (stack, managed-by, purpose/pool/image) and the provider's "
-            f"goog-pulumi-provisioned a resource gets {labels} labels; "
-            f"GCP takes {limits.GCP_LABELS.describe()}: remove {labels - (limits.GCP_LABELS.maximum or 0)}",
+    # Each cloud bounds the tags of one resource; the platform and the provider add theirs to the stack's.
+    bound, extra, carrier = limits.resource_tags(cfg.cloud)
+    count = len(set(tags) | set(limits.PLATFORM_TAG_KEYS)) + limits.PLATFORM_TAGS_PER_RESOURCE + extra
+    if not bound.admits(count):
+        noun, cloud = (
+            ("labels", "GCP") if cfg.cloud == "gcp" else ("tags", {"aws": "AWS"}.get(cfg.cloud, "Azure"))
         )
+        raise ConfigError(
+            "tags", f"{len(tags)} tags",
+            f"with the platform's own (stack, managed-by, purpose/pool/image) {carrier} gets {count} {noun}; "
+            f"{cloud} takes {bound.describe()}: remove {count - (bound.maximum or count)}",
+        )  # fmt: skip
     for k, v in tags.items():
         # GCP labels are the strictest of the three clouds: lowercase, digits, '-', '_' and at most 63.
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", k) or not re.fullmatch(r"[a-z0-9_-]{0,63}", v):

@@ -113,6 +113,13 @@ def iam_path_pattern() -> str:
     return str(_shape("iam", "pathType").metadata["pattern"])
 
 
+@functools.cache
+def aws_node_group_tags() -> Bound:
+    """Tags on an EKS managed node group (CreateNodegroup `tags`, TagMap): the platform's most-tagged AWS
+    resource (IAM, CloudWatch Logs and the others take as many, 50 today)."""
+    return _range("eks", _shape("eks", "TagMap"), "TagMap (CreateNodegroup tags)")
+
+
 CLOUDWATCH_SOURCE = "botocore logs model, Days (PutRetentionPolicy retentionInDays)"
 
 # Azure ---------------------------------------------------------------------------------------------------
@@ -126,6 +133,11 @@ LOG_ANALYTICS_RETENTION = Bound(
 AZURE_BUDGET_NOTIFICATIONS = Bound(
     1, 5, "Azure Consumption Budgets API: 'Budget can have up to five notifications' (azure-native docs)"
 )
+# Storage accounts take fewer tags than other Azure resources (50, Resource Manager's tag-resources#limitations):
+# the REST spec's StorageAccountCreateParameters.tags says "A maximum of 15 tags can be provided for a resource".
+AZURE_STORAGE_ACCOUNT_TAGS = Bound(
+    None, 15, "Azure REST spec Microsoft.Storage StorageAccountCreateParameters.tags: 'A maximum of 15 tags'"
+)
 # Key Vault key rotation policy: a `Rotate` lifetime action at least 7 days after creation.
 AZURE_KEY_ROTATION = Bound(7, None, "learn.microsoft.com/azure/key-vault/keys/how-to-configure-key-rotation")
 # Globally unique Azure names built from org + stack (`infra/naming.py` compact_name: `<org>mlp<stack><purpose>`,
@@ -135,6 +147,13 @@ AZURE_KEY_ROTATION = Bound(7, None, "learn.microsoft.com/azure/key-vault/keys/ho
 # The stack name is part of Azure names whose rules refuse `_` and `.` (which Pulumi stack names may hold) and
 # a hyphen at either end: the Log Analytics workspace `log-mlp-<stack>` (REST spec pattern), the AKS `dnsPrefix`
 # `mlp-<stack>` and managed identities `id-mlp-<stack>-...` (Microsoft's resource-name-rules).
+# AKS puts a cluster's nodes in a resource group of its own, `MC_<resource group>_<cluster>_<location>` unless
+# `nodeResourceGroup` is set, and refuses the create when that name is longer than 80 (resource groups take 90
+# elsewhere). The REST spec has no bound (a free string): the AKS resource provider's error states it.
+AKS_NODE_RESOURCE_GROUP = Bound(
+    None, 80, 'AKS: "The length of the node resource group name is too long. The maximum length is 80", '
+    "aka.ms/aks-naming-rules",
+)  # fmt: skip
 AZURE_STACK_NAME = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
 AZURE_STACK_NAME_SOURCE = "Azure's AKS dnsPrefix and workspace name rules, tests/infra/azure_api_table.py"
 # purpose -> (what, its name's bound); `acr` is the container registry (5-50 alphanumerics).
@@ -167,6 +186,10 @@ GCP_WORKLOAD_IDENTITY_POOL_ID = Bound(
 GCP_WORKLOAD_IDENTITY_POOL_ID_PATTERN = r"(?!gcp-)[a-z0-9-]+"
 # Labels a resource may carry (the `tags` plus the program's own, infra/naming.tags).
 GCP_LABELS = Bound(0, 64, "cloud.google.com/resource-manager/docs/labels-overview#requirements")
+# pulumi-gcp 8+ adds its own label, `goog-pulumi-provisioned`, to every labelled resource (its 8.0 migration
+# guide, "Default label"; the stack's provider does not set addPulumiAttributionLabel false): one label more on
+# each resource than the plan shows.
+GCP_PROVIDER_LABELS = 1
 
 # Node pools: GKE node pools and AKS agent pools take exactly one machine type (GKE `machineType`, AKS
 # `vmSize`); only EKS managed node groups accept several (`instanceTypes`).
@@ -201,3 +224,24 @@ K8S_QUANTITY_SOURCE = "Kubernetes resource.Quantity, k8s.io/apimachinery/pkg/api
 K8S_MIN_MINOR = Bound(
     30, None, "KEP-3960 pod lifecycle sleep action, beta and on by default in Kubernetes 1.30"
 )
+
+
+# Tags (GCP: labels) per resource, all clouds ---------------------------------------------------------------
+# infra/naming.tags gives every resource the stack's `tags`, `stack`, `managed-by` and one of
+# purpose/pool/image/identity.
+PLATFORM_TAG_KEYS = ("stack", "managed-by")
+PLATFORM_TAGS_PER_RESOURCE = 1
+
+
+def resource_tags(cloud: str) -> tuple[Bound, int, str]:
+    """The bound on the tags of the cloud's most-tagged resource (for its type), how many tags that resource gets
+    beyond the platform's own, and what it is (for the error)."""
+    return {
+        "aws": (
+            aws_node_group_tags(),
+            2,
+            "the serving EKS node group (+ the cluster-autoscaler's 2 discovery tags)",
+        ),
+        "azure": (AZURE_STORAGE_ACCOUNT_TAGS, 0, "each storage account"),
+        "gcp": (GCP_LABELS, GCP_PROVIDER_LABELS, "each resource (+ pulumi-gcp's goog-pulumi-provisioned)"),
+    }[cloud]

@@ -244,7 +244,7 @@ LABEL_MEMBERS: dict[str, tuple[str, ...]] = {
 
 # pulumi-gcp 8+ adds `goog-pulumi-provisioned` to every labelled resource (its 8.0 migration guide, "Default
 # label"; the stack's provider does not set addPulumiAttributionLabel false): one label more than the plan sends.
-PROVIDER_LABELS = 1
+PROVIDER_LABELS = limits.GCP_PROVIDER_LABELS
 
 
 def label_problems(labels: dict[str, Any]) -> list[str | None]:

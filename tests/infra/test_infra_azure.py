@@ -304,3 +304,31 @@ def test_subscription_activity_log_goes_to_the_workspace(az: Plan) -> None:
     categories = {log["category"] for log in setting["inputs"]["logs"] if log["enabled"]}
     assert categories >= {"Administrative", "Security", "Policy", "Alert"}
     assert az.one("azure-native:operationalinsights:Workspace")["urn"] in setting["dependencies"]
+
+
+# --- AKS's node resource group: MC_<resource group>_<cluster>_<location>, at most 80 characters ---------------
+def test_a_stack_name_that_makes_the_node_resource_group_too_long_is_refused_at_preview(az: Plan) -> None:
+    """Without `nodeResourceGroup`, AKS puts the nodes in `MC_<resource group>_<cluster>_<location>` and refuses
+    a create whose name is longer than 80 (InvalidParameter "The length of the node resource group name is too
+    long. The maximum length is 80 and the length of the value provided is 89" for
+    MC_app-tucdlvurpmwf-sandbox-westeurope_aks-app-tucdlvurpmwf-sandbox-westeurope_westeurope, 89 characters:
+    Azure-Terraform/terraform-azurerm-kubernetes#33; 82 in Azure/aad-pod-identity#810). Hyphens do not count
+    towards the storage account names' 24, so the config alone admits such a stack; AKS would refuse it after
+    the vault, accounts and registry exist."""
+    from infra import config
+
+    stack = "a-b-c-d-e-f-g-h-i-j-k-l-m"  # MC_rg-mlp-<25>_aks-mlp-<25>_spaincentral: 82 characters
+    assert len(f"MC_rg-mlp-{stack}_aks-mlp-{stack}_spaincentral") == 82
+    cfg = config.parse(config.project_keys(planner.stack_config("azure-dev")), stack=stack)
+    with pytest.raises(config.ConfigError, match=r"stack: .*82 characters.*maximum length is 80"):
+        planner.run(cfg, planner.stack_config("azure-dev"))
+    # 24 characters is 80 exactly and passes; deployed clusters keep AKS's default name (setting
+    # `nodeResourceGroup` on an existing cluster replaces it).
+    longest = config.parse(
+        config.project_keys(planner.stack_config("azure-dev")), stack="a-b-c-d-e-f-g-h-i-j-k-lm"
+    )
+    assert (
+        "nodeResourceGroup"
+        not in Plan(planner.run(longest, {})).one("azure-native:containerservice:ManagedCluster")["inputs"]
+    )
+    assert "nodeResourceGroup" not in az.one("azure-native:containerservice:ManagedCluster")["inputs"]

@@ -52,16 +52,36 @@ CREATE_FIRST = {
     ],
     "azure-dev": [],
 }
-# Where the data and keys are: kept by the cloud if a prod stack is destroyed.
+# Where the data and keys are, and the settings that guard them: kept by the cloud if a prod stack is destroyed.
 RETAINED = {
     "prod": {
         *(
             ("aws:s3/bucket:Bucket", f"mlp-prod-buckets-{b}")
             for b in ("raw", "splits", "checkpoints", "models", "logs")
         ),
+        # ... and what keeps each bucket's data safe (the logs bucket logs nowhere: it is the log target).
+        *(
+            (f"aws:s3/{token}", f"mlp-prod-buckets-{b}-{suffix}")
+            for b in ("raw", "splits", "checkpoints", "models", "logs")
+            for token, suffix in (
+                ("bucketVersioning:BucketVersioning", "versioning"),
+                ("bucketLifecycleConfiguration:BucketLifecycleConfiguration", "lifecycle"),
+                (
+                    "bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+                    "encryption",
+                ),
+                ("bucketPublicAccessBlock:BucketPublicAccessBlock", "public-access"),
+                ("bucketOwnershipControls:BucketOwnershipControls", "ownership"),
+                ("bucketPolicy:BucketPolicy", "policy"),
+                ("bucketLogging:BucketLogging", "logging"),
+            )
+            if (b, suffix) != ("logs", "logging")
+        ),
         ("aws:kms/key:Key", "mlp-prod-key-key"),
         ("aws:ecr/repository:Repository", "mlp-prod-registry-training"),
         ("aws:ecr/repository:Repository", "mlp-prod-registry-serving"),
+        ("aws:ecr/lifecyclePolicy:LifecyclePolicy", "mlp-prod-registry-training-lifecycle"),
+        ("aws:ecr/lifecyclePolicy:LifecyclePolicy", "mlp-prod-registry-serving-lifecycle"),
         ("aws:cloudwatch/logGroup:LogGroup", "mlp-prod-eks-control-plane-logs"),
         # Account-wide: other stacks in the account use it.
         ("aws:iam/serviceLinkedRole:ServiceLinkedRole", "mlp-prod-key-autoscaling-role"),
@@ -200,3 +220,22 @@ def test_gpu_pool_output_lists_every_taint_its_nodes_carry(plans: dict[str, Plan
     tolerations = p["outputs"]["pool_selectors"]["gpu"]["tolerations"]
     assert tolerations == [{**t, "operator": "Equal"} for t in taints]
     assert p["outputs"]["gpu_pool"]["spot_drain"]
+
+
+def test_every_azure_resource_given_its_name_is_deleted_before_it_is_replaced(plans: dict[str, Plan]) -> None:
+    """ARM creates a resource by a PUT on its name: a replacement created first under the same name is the same
+    resource, updated in place, and the delete of the "old" one that follows deletes it (the stack is left
+    without it). So a resource whose name the program gives must be deleted first, whatever its type."""
+    from infra.plan_mocks import AZURE_NAME_INPUTS
+
+    named = 0
+    for r in plans["azure-dev"].iter_custom():
+        if not r["type"].startswith("azure-native:"):
+            continue
+        assert r["type"] in AZURE_NAME_INPUTS, (
+            f"add {r['type']}'s name input to infra/plan_mocks.AZURE_NAME_INPUTS"
+        )
+        if isinstance(r["inputs"].get(AZURE_NAME_INPUTS[r["type"]][0]), str):
+            named += 1
+            assert r["deleteBeforeReplace"] is True, (r["type"], r["name"])
+    assert named > 30

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from infra_fixtures import Plan
 
 PROTECTED = (
@@ -27,3 +28,78 @@ def test_prod_images_are_pinned_by_digest(plans: dict[str, Plan]) -> None:
         repo, digest = out[key].split("@")
         assert digest.startswith("sha256:") and len(digest) == 71
         assert repo == out["image_repositories"][key.split("_")[0]]
+
+
+# --- every resource that holds or governs data is protected in prod, on every cloud ------------------------
+# The services that store data or keys, by type-token prefix. Every type of these services in a prod plan is
+# either protected or listed in NOT_DATA with the reason a delete or replace loses nothing: a new child of a
+# store (an Azure file share, an S3 object-lock setting...) fails here until it is classified.
+DATA_SERVICES = {
+    "aws": ("aws:s3/", "aws:kms/", "aws:ecr/", "aws:cloudwatch/logGroup:"),
+    "gcp": ("gcp:storage/", "gcp:kms/", "gcp:artifactregistry/", "gcp:logging/"),
+    "azure": (
+        "azure-native:resources:ResourceGroup",
+        "azure-native:storage:",
+        "azure-native:keyvault:",
+        "azure-native:containerregistry:",
+        "azure-native:operationalinsights:",
+    ),
+}
+NOT_DATA = {
+    # Access grants: who may read, not what is kept; the next `up` grants again.
+    "gcp:storage/bucketIAMMember:BucketIAMMember",
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember",
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+    # A second name for the protected key (the program refers to the key by ARN).
+    "aws:kms/alias:Alias",
+    # Routes new audit entries into the protected log bucket; what it routed stays there.
+    "gcp:logging/projectSink:ProjectSink",
+}
+# Resources that must exist in each prod plan (the check above is not vacuous): the stores and what governs
+# them (a delete suspends versioning, drops soft delete or the retention rules, or the data itself).
+MUST_BE_PROTECTED = {
+    "aws": ("aws:s3/bucket:Bucket", "aws:s3/bucketVersioning:BucketVersioning",
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", "aws:kms/key:Key",
+            "aws:cloudwatch/logGroup:LogGroup", "aws:ecr/lifecyclePolicy:LifecyclePolicy"),
+    "gcp": ("gcp:storage/bucket:Bucket", "gcp:logging/projectBucketConfig:ProjectBucketConfig",
+            "gcp:kms/keyRing:KeyRing", "gcp:kms/cryptoKey:CryptoKey"),
+    "azure": ("azure-native:storage:StorageAccount", "azure-native:storage:BlobContainer",
+              "azure-native:storage:BlobServiceProperties", "azure-native:storage:ManagementPolicy",
+              "azure-native:keyvault:Vault", "azure-native:keyvault:Key", "azure-native:resources:ResourceGroup"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def prod_plans(plans: dict[str, Plan]) -> dict[str, Plan]:
+    """AWS's committed prod stack; GCP and Azure commit only dev stacks, so their prod variant is derived."""
+    from test_infra_first_up_gaps import prod_variant
+
+    from infra import plan as planner
+
+    derived = {cloud: Plan(planner.run(prod_variant(f"{cloud}-dev"), {})) for cloud in ("gcp", "azure")}
+    return {"aws": plans["prod"], **derived}
+
+
+@pytest.mark.parametrize("cloud", sorted(DATA_SERVICES))
+def test_prod_protects_every_resource_that_holds_or_governs_data(
+    plans: dict[str, Plan], prod_plans: dict[str, Plan], cloud: str
+) -> None:
+    """A store's children are separate resources: the account's or bucket's `protect` does not cover them,
+    and a prod `destroy` or replacement deletes them first (dependents go before what they depend on)."""
+    data = [
+        r
+        for r in prod_plans[cloud].iter_custom()
+        if r["type"].startswith(DATA_SERVICES[cloud]) and r["type"] not in NOT_DATA
+    ]
+    assert {r["type"] for r in data} >= set(MUST_BE_PROTECTED[cloud])
+    assert [(r["type"], r["name"]) for r in data if not r["protect"]] == []
+    # Protection stops an accidental delete; retention keeps the data and the settings that guard it when a prod
+    # stack is destroyed on purpose (its protection lifted first).
+    assert [(r["type"], r["name"]) for r in data if not r["retainOnDelete"]] == []
+    dev = {"aws": "dev", "gcp": "gcp-dev", "azure": "azure-dev"}[cloud]
+    # Outside prod nothing is protected (it would make `pulumi destroy` of a dev stack fail) and no data is left
+    # behind by a destroy.
+    assert not any(r["protect"] for r in plans[dev].iter_custom())
+    assert not any(
+        r["retainOnDelete"] for r in plans[dev].iter_custom() if r["type"].startswith(DATA_SERVICES[cloud])
+    )
