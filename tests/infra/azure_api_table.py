@@ -130,7 +130,8 @@ TABLE: dict[str, Api] = {
     ),
     "azure-native:authorization:RoleAssignment": Api(
         f"{M}authorization.v2022_04_01.models:RoleAssignmentCreateParameters", "2022-04-01", "2022-04-01",
-        {"scope": f"{M}authorization.v2022_04_01.operations._role_assignments_operations"},
+        {k: f"{M}authorization.v2022_04_01.operations._role_assignments_operations"
+         for k in ("scope", "roleAssignmentName")},
     ),
     "azure-native:authorization:RoleDefinition": Api(
         f"{M}authorization.v2022_05_01_preview.models:RoleDefinition", "2022-05-01-preview", "2022-05-01-preview",
