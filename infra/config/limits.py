@@ -114,10 +114,10 @@ def iam_path_pattern() -> str:
 
 
 @functools.cache
-def aws_node_group_tags() -> Bound:
-    """Tags on an EKS managed node group (CreateNodegroup `tags`, TagMap): the platform's most-tagged AWS
-    resource (IAM, CloudWatch Logs and the others take as many, 50 today)."""
-    return _range("eks", _shape("eks", "TagMap"), "TagMap (CreateNodegroup tags)")
+def aws_tags() -> Bound:
+    """Tags on one AWS resource (EKS CreateNodegroup `tags`, TagMap: 50 today; EC2 instances, IAM, CloudWatch
+    Logs and the others take as many, EC2 by its documented tag restrictions rather than a model bound)."""
+    return _range("eks", _shape("eks", "TagMap"), "TagMap; EC2 User Guide, tag restrictions")
 
 
 CLOUDWATCH_SOURCE = "botocore logs model, Days (PutRetentionPolicy retentionInDays)"
@@ -133,10 +133,11 @@ LOG_ANALYTICS_RETENTION = Bound(
 AZURE_BUDGET_NOTIFICATIONS = Bound(
     1, 5, "Azure Consumption Budgets API: 'Budget can have up to five notifications' (azure-native docs)"
 )
-# Storage accounts take fewer tags than other Azure resources (50, Resource Manager's tag-resources#limitations):
-# the REST spec's StorageAccountCreateParameters.tags says "A maximum of 15 tags can be provided for a resource".
-AZURE_STORAGE_ACCOUNT_TAGS = Bound(
-    None, 15, "Azure REST spec Microsoft.Storage StorageAccountCreateParameters.tags: 'A maximum of 15 tags'"
+# Tags on one Azure resource. Storage accounts too: the REST spec's StorageAccountCreateParameters.tags still says
+# "A maximum of 15 tags", a sentence from before 2020 (Microsoft's tagging page then: "storage accounts only support
+# 15 tags, but that limit will be raised to 50"; terraform-provider-azurerm#5934 raised its check to 50 in 2020).
+AZURE_TAGS = Bound(
+    None, 50, "learn.microsoft.com/azure/azure-resource-manager/management/tag-resources#limitations"
 )
 # Key Vault key rotation policy: a `Rotate` lifetime action at least 7 days after creation.
 AZURE_KEY_ROTATION = Bound(7, None, "learn.microsoft.com/azure/key-vault/keys/how-to-configure-key-rotation")
@@ -237,11 +238,10 @@ def resource_tags(cloud: str) -> tuple[Bound, int, str]:
     """The bound on the tags of the cloud's most-tagged resource (for its type), how many tags that resource gets
     beyond the platform's own, and what it is (for the error)."""
     return {
-        "aws": (
-            aws_node_group_tags(),
-            2,
-            "the serving EKS node group (+ the cluster-autoscaler's 2 discovery tags)",
-        ),
-        "azure": (AZURE_STORAGE_ACCOUNT_TAGS, 0, "each storage account"),
+        # The launch template tags each node's instance; EKS's Auto Scaling group adds (propagated at launch)
+        # eks:cluster-name, eks:nodegroup-name, kubernetes.io/cluster/<name>, k8s.io/cluster-autoscaler/enabled
+        # and k8s.io/cluster-autoscaler/<name>. Only `aws:` tags are free of the 50: a node over it never starts.
+        "aws": (aws_tags(), 5, "each node's EC2 instance (+ EKS's 5 Auto Scaling group tags)"),
+        "azure": (AZURE_TAGS, 0, "each resource"),
         "gcp": (GCP_LABELS, GCP_PROVIDER_LABELS, "each resource (+ pulumi-gcp's goog-pulumi-provisioned)"),
     }[cloud]
