@@ -1,5 +1,6 @@
 """The mock engine's answers for `infra.plan`: what a cloud account would return to invokes, and which outputs a
-provider computes on create (unknown at preview, plausible values in update mode for the unit tests)."""
+provider computes on create (unknown at preview, plausible values in update mode for the unit tests: for GCP and
+Azure the providers' own id formats, plan_ids.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import base64
 import hashlib
 import uuid
 from typing import Any
+
+from infra import plan_ids
 
 # Pulumi's wire value for "unknown during preview" (pulumi.runtime.rpc.UNKNOWN).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -77,6 +80,9 @@ def mocks_class() -> Any:
 
         def __init__(self, preview: bool) -> None:
             self.preview = preview
+            # Provider id -> its inputs: a GCP resource without its own `project` or `region` takes the
+            # provider's, in its id as in its API calls.
+            self.providers: dict[str, dict[str, Any]] = {}
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
             # A planned create echoes its inputs; azure-native's `identity` input (a list of ids) and
@@ -86,27 +92,47 @@ def mocks_class() -> Any:
                 for k, v in args.inputs.items()
                 if not (args.typ.startswith("azure-native:") and k == "identity")
             }
+            computed = _computed(args.typ, args.name)
             if self.preview:
                 # Outputs the provider computes on create are unknown at preview, even inside a
                 # structure whose other fields echo known inputs (e.g. AKS `oidcIssuerProfile.issuerURL`).
-                state.update(dict.fromkeys(_computed(args.typ, args.name), UNKNOWN))
+                state.update(dict.fromkeys([*computed, *plan_ids.preview_unknown(args.typ)], UNKNOWN))
                 return "", state
-            # A placeholder, not the provider's format (GCP's `projects/...`, ARM's `/subscriptions/...`): the
-            # tests compare ids by identity, and judge GCP's values by Google's patterns at preview only.
+            # AWS keeps a placeholder id (the tests compare AWS ids by identity; ARNs are the references).
             resource_id = f"{args.name}-id"
             state.setdefault("arn", f"arn:mock:{args.typ}:{args.name}")
             if args.typ.startswith("azure-native:"):
                 state["name"] = azure_name(args.typ, args.name, args.inputs)
+            if args.typ.startswith(("gcp:", "azure-native:")):
+                # The provider's own id format (plan_ids.py), so values derived from ids can be judged.
+                try:
+                    resource_id, provided = plan_ids.outputs(
+                        args.typ, args.name, state, self._context(args.provider)
+                    )
+                except plan_ids.MissingIdTemplate:
+                    provided = {}  # a test names the type to add (test_infra_update_ids.py)
+                _merge(state, provided)
+            elif args.typ.startswith("pulumi:providers:"):
+                self.providers[resource_id] = dict(args.inputs)
             state.setdefault("name", args.name)
             state.setdefault("id", resource_id)
-            state.update(_computed(args.typ, args.name))
+            state.update(computed)
             identity = args.inputs.get("identity")
-            computed_identity = "identity" in _computed(args.typ, args.name)
+            computed_identity = "identity" in computed
             if args.typ.startswith("azure-native:") and isinstance(identity, dict) and not computed_identity:
                 # The SDK copies known inputs to outputs after an update: give `identity` its output shape.
                 ids = identity.get("userAssignedIdentities") or []
                 state["identity"] = {**identity, "userAssignedIdentities": {i: {} for i in ids}}
             return resource_id, state
+
+        def _context(self, provider: str | None) -> dict[str, Any]:
+            inputs = self.providers.get((provider or "").rsplit("::", 1)[-1], {})
+            return {
+                "project": inputs.get("project"),
+                "region": inputs.get("region"),
+                "number": MOCK_GCP_PROJECT_NUMBER,
+                "subscription": MOCK_AZURE_SUBSCRIPTION,
+            }
 
         def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
             answers: dict[str, dict[str, Any]] = {
@@ -189,10 +215,6 @@ def _computed(typ: str, name: str) -> dict[str, Any]:
             "certificateAuthority": {"data": "Q0E="},
             "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.example/id/{name}"}]}],
         },
-        "gcp:projects/serviceIdentity:ServiceIdentity": {
-            "email": f"service-{MOCK_GCP_PROJECT_NUMBER}@{name}.iam.gserviceaccount.com",
-            "member": f"serviceAccount:service-{MOCK_GCP_PROJECT_NUMBER}@{name}.iam.gserviceaccount.com",
-        },
         "azure-native:network:PublicIPAddress": {"ipAddress": "203.0.113.7"},
         "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
         "gcp:container/cluster:Cluster": {
@@ -213,10 +235,15 @@ def _computed(typ: str, name: str) -> dict[str, Any]:
         "azure-native:compute:DiskEncryptionSet": {
             "identity": {"type": "SystemAssigned", "principalId": f"{name}-principal", "tenantId": "tenant"}
         },
-        "azure-native:keyvault:Vault": {"properties": {"vaultUri": f"https://{name}.vault.azure.net/"}},
-        "azure-native:keyvault:Key": {
-            "keyUri": f"https://vault.example/keys/{name}",
-            "keyUriWithVersion": f"https://vault.example/keys/{name}/1",
-        },
     }
     return computed.get(typ, {})
+
+
+def _merge(state: dict[str, Any], provided: dict[str, Any]) -> None:
+    """Computed outputs into the echoed inputs: a nested output (a vault's `properties.vaultUri`) joins the
+    structure's known fields."""
+    for key, value in provided.items():
+        if isinstance(value, dict) and isinstance(state.get(key), dict):
+            _merge(state[key], value)
+        else:
+            state[key] = value

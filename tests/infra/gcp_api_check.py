@@ -144,11 +144,16 @@ def _provider_inputs(p: Plan, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fill(template: str, inputs: dict[str, Any]) -> str | None:
-    """A path parameter built from plan inputs (`projects/{project}/topics/{name}`); None if an input lacks."""
-    names = re.findall(r"\{(\w+)\}", template)
-    if any(n not in inputs or not isinstance(inputs[n], str) for n in names):
+    """A path parameter built from plan inputs (`projects/{project}/topics/{name}`); None if an input lacks.
+    `{x|last}`: the provider takes `x` as a full resource name or a short one and uses its last segment."""
+    fields = re.findall(r"\{(\w+)(\|last)?\}", template)
+    if any(n not in inputs or not isinstance(inputs[n], str) for n, _ in fields):
         return None
-    return template.format(**{n: inputs[n] for n in names})
+    return re.sub(
+        r"\{(\w+)(\|last)?\}",
+        lambda m: inputs[m[1]].rsplit("/", 1)[-1] if m[2] else inputs[m[1]],
+        template,
+    )
 
 
 def _check(
@@ -232,7 +237,8 @@ def uncovered(p: Plan) -> list[str]:
             if top in PROVIDER_ONLY.get(t, {}) or leaf in PROVIDER_ONLY.get(t, {}):
                 continue
             # A path parameter covers the inputs its template names.
-            if any(f"{{{leaf}}}" in tpl for c in TABLE[t] for tpl in c.params.values()):
+            named = rf"\{{{re.escape(leaf)}(\|last)?\}}"
+            if any(re.search(named, tpl) for c in TABLE[t] for tpl in c.params.values()):
                 continue
             if not any(_covers(c, path, leaf) for c in TABLE[t] for path in c.members):
                 out.append(f"{r['name']} ({t}): input {leaf} maps to no API member in gcp_api_table.TABLE")

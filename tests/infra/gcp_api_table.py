@@ -4,7 +4,8 @@ by Google's own API definitions (the discovery documents, gcp_api_check.py) befo
 
 `members`: plan path -> request body path (`a.b`, `a[]` each element, `a{key}` / `a{}` map keys / values), or
 `?name` for a query parameter. `params`: path parameters the provider builds from several inputs, as a
-template over the resource's inputs and its provider's (`project`, `region`). The mapping is the provider's
+template over the resource's inputs and its provider's (`project`, `region`); `{x|last}` where the provider
+takes `x` as a full resource name or a short one and keeps its last segment. The mapping is the provider's
 expander code (terraform-provider-google, `resource_<name>.go`, e.g. `expandStorageBucketLifecycle`); the
 snake_case inputs arrive here in camelCase. IAM members are read-modify-write of the resource's policy
 (`setIamPolicy`): the member and role go into one binding. Inputs the provider consumes itself are listed
@@ -245,7 +246,9 @@ TABLE: dict[str, tuple[Call, ...]] = {
             "nodeConfig.guestAccelerators[].type": "nodePool.config.accelerators[].acceleratorType",
             "nodeConfig.guestAccelerators[].gpuDriverInstallationConfig.gpuDriverVersion":
                 "nodePool.config.accelerators[].gpuDriverInstallationConfig.gpuDriverVersion",
-        }, {"parent": "projects/{project}/locations/{location}/clusters/{cluster}"}),
+        # `cluster`: "May be specified in the format projects/{{project}}/locations/{{location}}/clusters/
+        # {{cluster}} or as just the name of the cluster" (the provider's docstring); the program passes the id.
+        }, {"parent": "projects/{project}/locations/{location}/clusters/{cluster|last}"}),
     ),
 }  # fmt: skip
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 
 import pytest
 from infra_fixtures import Plan
@@ -194,12 +195,25 @@ def test_update_mode_resolves_computed_identities(updates: dict[str, Plan]) -> N
     }
     assert issuers == {f"https://oidc.example/{CFG.name}-aks/"}
     cluster = p.one("azure-native:containerservice:ManagedCluster")["inputs"]
-    assert cluster["diskEncryptionSetID"] == f"{CFG.name}-aks-disk-encryption-id"
+    # ARM ids and Key Vault URLs in the providers' formats (infra/plan_ids.py), not placeholders.
     des = p.one("azure-native:compute:DiskEncryptionSet")["inputs"]
-    assert des["activeKey"]["keyUrl"] == f"https://vault.example/keys/{CFG.name}-key-key/1"
+    assert cluster["diskEncryptionSetID"] == (
+        f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Compute/diskEncryptionSets/"
+        f"{des['diskEncryptionSetName']}"
+    )
+    vault = p.one("azure-native:keyvault:Vault")["inputs"]["vaultName"]
+    assert des["activeKey"]["sourceVault"]["id"] == (
+        f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.KeyVault/vaults/{vault}"
+    )
+    # A disk encryption set takes a key by version (Key Vault's object identifier: 32 hex digits).
+    assert re.fullmatch(
+        rf"https://{vault}\.vault\.azure\.net/keys/data/[0-9a-f]{{32}}", des["activeKey"]["keyUrl"]
+    )
     # Kubernetes secrets: the key of their own, by version (what AKS's KMS plugin requires).
     kms = cluster["securityProfile"]["azureKeyVaultKms"]
-    assert kms["keyId"] == f"https://vault.example/keys/{CFG.name}-key-secrets-key/1"
+    assert re.fullmatch(
+        rf"https://{vault}\.vault\.azure\.net/keys/kubernetes-secrets/[0-9a-f]{{32}}", kms["keyId"]
+    )
     assert cluster["apiServerAccessProfile"]["authorizedIPRanges"] == ["198.51.100.0/24", "203.0.113.7/32"]
 
 

@@ -12,8 +12,10 @@ environment's own settings taken from the committed AWS stack of that environmen
 environment, tags, pool sizes and spot, budget amount, digest-pinned images, checkpoint expiry, monitoring with
 prod's PagerDuty key), so a change to prod's settings reaches these checks too. Each stack is rendered once
 per mode (committed ones by the session's `plans` and `updates` fixtures, derived ones on first use, about a
-second each). Azure stacks are judged in update mode too, where other resources' ids and names are known
-(GCP's are not: the mocks' ids are not the provider's `projects/...` ids, see plan_mocks.py)."""
+second each). Both clouds' stacks are judged in update mode too, where other resources' ids and names are known
+in the providers' own formats (GCP's `projects/...` names, ARM ids, Key Vault URLs: infra/plan_ids.py, checked
+in test_infra_update_ids.py), so values derived from them (a key's ring, an IAM member's service account, a
+node pool's cluster) are judged as a real `pulumi up` sends them."""
 
 from __future__ import annotations
 
@@ -125,6 +127,17 @@ def test_every_value_the_plan_sends_is_one_the_cloud_api_accepts(
         out.checked,
         out.unknown,
     )
+
+
+@pytest.mark.parametrize("stack", GCP)
+def test_every_value_a_gcp_update_sends_is_one_the_gcp_api_accepts(
+    cloud_updates: dict[str, Plan], stack: str
+) -> None:
+    """In update mode the values preview cannot know (ids of other resources, service agents' identities)
+    are the provider's: nothing is skipped, and an id the API takes in full is judged by its pattern."""
+    out = gcp_check(stack, cloud_updates[stack])
+    assert not out.violations, "\n".join(out.violations)
+    assert out.checked > 430 and out.unknown == 0, (out.checked, out.unknown)
 
 
 @pytest.mark.parametrize("stack", AZURE)

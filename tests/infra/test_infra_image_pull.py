@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from infra_fixtures import Plan, aws_iam_definition
 
+from infra import plan as planner
 from infra.aws import documents
 from infra.azure import roles as azure_roles
 from infra.gcp import roles as gcp_roles
@@ -150,6 +151,10 @@ def test_azure_trainer_gets_acr_pull_on_the_registry_only(
     # After `up` (ids known): on the stack's registry, for the trainer's own managed identity.
     u = updates["azure-dev"]
     trainer = u.named("mlp-azure-dev-identities-trainer-registry")["inputs"]
-    assert trainer["scope"] == "mlp-azure-dev-registry-acr-id"  # the mocks' id of the registry resource
-    assert u.named("mlp-azure-dev-registry-acr")["type"] == "azure-native:containerregistry:Registry"
+    registry = u.named("mlp-azure-dev-registry-acr", "azure-native:containerregistry:Registry")["inputs"]
+    # The registry's ARM id, as Azure returns it (infra/plan_ids.py), not its name.
+    assert trainer["scope"] == (
+        f"/subscriptions/{planner.MOCK_AZURE_SUBSCRIPTION}/resourceGroups/{registry['resourceGroupName']}"
+        f"/providers/Microsoft.ContainerRegistry/registries/{registry['registryName']}"
+    )
     assert trainer["principalId"] == "mlp-azure-dev-identities-trainer-principal"
