@@ -117,12 +117,23 @@ def _render(args: argparse.Namespace) -> int:
             )
             return 2
     from pipeline import runner
+    from promotion.config import load_config
+    from promotion.errors import ConfigError
 
-    bad = runner.data_problems(
-        dag.Params(preset=args.preset, **{name: getattr(args, name) for name in TEAM_PARAMS})
-    )
-    for name, why in bad:
-        print(f"error: {dag.flag(name)}: {why}", file=sys.stderr)
+    bad = [
+        f"{dag.flag(name)}: {why}"
+        for name, why in runner.data_problems(
+            dag.Params(preset=args.preset, **{name: getattr(args, name) for name in TEAM_PARAMS})
+        )
+    ]
+    try:  # as `run` checks it: an unknown one was rendered, and each run failed at `promote`, after its training
+        load_config(None).environment(args.env)
+    except ConfigError as exc:
+        bad.append(f"--env {args.env}: {exc}")
+    if args.out and args.out.exists() and not args.out.is_dir():
+        bad.append(f"--out {args.out} is a file: give the folder to write retrain-{args.env}.yaml into")
+    for problem in bad:
+        print(f"error: {problem}", file=sys.stderr)
     if bad:
         return EXIT_USAGE
     docs = argo.render(

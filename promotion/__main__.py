@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from promotion.cli_input import approval_command, check_args
 from promotion.config import load_config
 from promotion.errors import PromotionError, Terminated
 from promotion.evidence import load_evidence
@@ -128,6 +129,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
     p.add_argument("--model-name", default="sentiment", help="registered model name")
     p.add_argument("--lock-id", required=True, help="the id the refused run printed (guards a newer lock)")
+    p.add_argument(
+        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
+    )
     p = sub.add_parser(
         "rescore",
         help="score the champion's bundle on the candidate's test split (when their data differ), into the "
@@ -139,6 +143,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--candidate", required=True, help="training output folder or URI (metrics.json, manifest.json)"
     )
+    p.add_argument(
+        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
+    )
     p = sub.add_parser("approval", help="approval record from GitHub's environment reviews of a run (JSON)")
     p.add_argument("--env", required=True)
     p.add_argument(
@@ -147,27 +154,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default="", help="link to the run, kept in the record")
     p.add_argument("--out", type=Path, required=True)
     return ap
-
-
-def _approval(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import json
-
-    from promotion.approval import from_github_reviews
-
-    record = from_github_reviews(
-        json.loads(args.github_reviews.read_text()),
-        args.env,
-        reference=args.reference,
-        now=dt.datetime.now(dt.UTC),
-    )
-    if record is None:
-        print(f"no approving review for {args.env}: the approval gate will fail", file=sys.stderr)
-        return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(to_json(record))
-    print(f"approved by {record['approver']} for {args.env}")
-    return 0
 
 
 def _rescore(args: argparse.Namespace, store: ModelStore) -> int:
@@ -208,9 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     from promotion.registry import Registry
 
     args = parser().parse_args(argv)
-    if args.command == "approval":
-        return _approval(args)
     try:
+        check_args(args)
+        if args.command == "approval":
+            return approval_command(args)
         store = ModelStore(args.store, args.model_name)
         if args.command == "unlock":
             uri = lock_uri(store.root, store.model, args.env)

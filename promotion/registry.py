@@ -96,12 +96,21 @@ class Registry:
 
     @contextlib.contextmanager
     def _reachable(self, what: str) -> Iterator[None]:
-        """MLflow's errors (an unreachable server, a refused call) as RegistryError: exit 2, never a traceback."""
+        """MLflow's errors (an unreachable server, a refused call) as RegistryError: exit 2, never a traceback.
+
+        A database registry (`postgresql://`, `mysql://`, `sqlite:` on a disk gone) that does not answer raises
+        SQLAlchemy's errors through MLflow, not MlflowException: that was a traceback with exit 1, which the
+        workflows and the pipeline read as a gate's rejection."""
         from mlflow.exceptions import MlflowException
 
+        unreachable: tuple[type[Exception], ...] = (MlflowException, OSError)
+        with contextlib.suppress(ImportError):  # installed with every database registry (SQL_PACKAGES)
+            from sqlalchemy.exc import SQLAlchemyError
+
+            unreachable += (SQLAlchemyError,)
         try:
             yield
-        except (MlflowException, OSError) as exc:
+        except unreachable as exc:
             first = (str(exc).splitlines() or [type(exc).__name__])[0]
             raise RegistryError(
                 f"model registry {self.uri} could not {what}: {first}. Check MLFLOW_TRACKING_URI / "
@@ -124,13 +133,16 @@ class Registry:
     def alias_version(self, name: str, alias: str) -> str | None:
         from mlflow.exceptions import MlflowException
 
-        try:
-            return str(self._client.get_model_version_by_alias(name, alias).version)
-        except MlflowException:
-            return None
+        with self._reachable(f"read {name}@{alias}"):
+            try:
+                return str(self._client.get_model_version_by_alias(name, alias).version)
+            except MlflowException:
+                return None
 
     def version_tags(self, name: str, version: str) -> dict[str, Any]:
-        return dict(self._client.get_model_version(name, version).tags)
+        with self._reachable(f"read the tags of version {version} of {name}"):
+            return dict(self._client.get_model_version(name, version).tags)
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
-        self._client.set_model_version_tag(name, version, key, value)
+        with self._reachable(f"tag version {version} of {name}"):
+            self._client.set_model_version_tag(name, version, key, value)

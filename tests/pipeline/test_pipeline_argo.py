@@ -123,3 +123,24 @@ def test_render_refuses_a_local_path_the_pods_cannot_read(
     image = "reg.example/training@sha256:" + "1" * 64
     assert main(["render", "--training-image", image, flag, value]) == 2
     assert f"{flag} {value!r} is a path on this machine" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--env", "prdo"], "--env prdo: unknown environment 'prdo': configured are dev, staging, prod"),
+        (["--out", "FILE"], "is a file: give the folder to write retrain-dev.yaml into"),
+    ],
+)
+def test_render_refuses_what_each_run_would_fail_on(
+    flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: an unknown --env was rendered (exit 0; `run` refuses it), and every scheduled run trained, then failed
+    at `promote` (exit 2); an --out that is a file was a traceback."""
+    from pipeline.cli import main
+
+    (tmp_path / "FILE").write_text("kept")
+    flags = [str(tmp_path / f) if f == "FILE" else f for f in flags]
+    assert main(["render", "--training-image", TRAINING, *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "FILE").read_text() == "kept" and not list(tmp_path.glob("retrain-*.yaml"))

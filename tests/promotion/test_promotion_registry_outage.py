@@ -2,6 +2,8 @@
 
 - The server refuses a version whose files are on this machine: said before anything deploys, with the fix
   (the message used to blame the network: "check that the server answers").
+- A database registry (`postgresql://...`, MLflow's own SQL store) that does not answer: exit 2 with the fix, nothing
+  written (SQLAlchemy's error used to escape as a traceback with exit 1, a gate's rejection to the workflows).
 - The server goes away between a successful deploy and the alias move: the environment now runs the new image,
   so the promotion history (what `rollback` restores from) must say so although the alias could not move, and
   the error names the call that repairs the alias. Before, the history still named the replaced version as
@@ -24,6 +26,7 @@ from promotion_fixtures import (
 
 from localservers import stop_group
 from promotion import promote as ops
+from promotion.__main__ import main
 from promotion.config import load_config
 from promotion.errors import RegistryError
 from promotion.evidence import Evidence, load_evidence
@@ -113,3 +116,26 @@ def test_a_tracking_server_registry_local_sources_and_an_outage_after_the_deploy
     message = str(raised.value)
     assert "dev runs version 1" in message
     assert "set_registered_model_alias('m-outage', 'dev', '1')" in message
+
+
+def test_a_database_registry_that_does_not_answer_is_exit_2_with_nothing_written(
+    evidence_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    pytest.importorskip("psycopg", reason="MLflow's postgresql registry needs a driver")
+    import mlflow.store.db.utils
+
+    # MLflow retries a new engine 10 times with backoff (~100 s); once says the same here.
+    monkeypatch.setattr(mlflow.store.db.utils, "MAX_RETRY_COUNT", 1)
+    uri = f"postgresql://mlflow:secret@127.0.0.1:{free_port()}/mlflow"  # nothing listens there
+    store = tmp_path / "store"
+    argv = [
+        "promote", "--env", "dev", "--store", str(store), "--model-name", "m-db-down", "--registry-uri", uri,
+        "--candidate", str(evidence_files["candidate"]), "--loadtest", str(evidence_files["loadtest"]),
+        "--policy-report", str(evidence_files["policy_report"]), "--local-run", "--no-images",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"model registry {uri} could not register a version of m-db-down" in err and "Traceback" not in err
+    assert [p for p in store.rglob("*") if p.is_file()] == []  # no record, no history, the lock removed
+    with pytest.raises(RegistryError, match="could not read m-db-down@dev"):
+        Registry(uri).alias_version("m-db-down", "dev")  # rollback's first registry call
