@@ -1,7 +1,8 @@
 """Command line of the monitoring jobs (exit 0 done, 1 drift detected with --fail-on-drift, 2 bad input).
 
 python -m monitoring drift --reference REF --current CUR --out DIR [--since ISO | --window 24h] [--until ISO]
-    REF: reference records (.jsonl file or prefix), or a training manifest.json (then --bundle too)
+    REF: reference records (.jsonl file or prefix), or a training manifest.json (with --bundle, or its
+    run folder's export/ beside it)
     CUR: the records prefix (local, s3://, gs://, az://) or a .jsonl file; writes DIR/drift.json,
     DIR/drift.html and DIR/metrics.prom; pushes the gauges when MONITORING_PUSHGATEWAY_URL is set
 python -m monitoring reference --manifest runs/demo/train/manifest.json --bundle runs/demo/train/export --out ref.jsonl
@@ -53,7 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--out", required=True, help="report folder, or an object-storage prefix (s3://, gs://, abfs://)"
     )
-    d.add_argument("--bundle", type=Path, help="export bundle (needed when --reference is a manifest.json)")
+    d.add_argument(
+        "--bundle",
+        type=Path,
+        help="export bundle of a manifest.json reference (default: the export/ beside it)",
+    )
     d.add_argument("--since", help="window start, ISO 8601 (records with ts >= since; no offset = UTC)")
     d.add_argument("--window", help="the window ending now, e.g. 24h, 90m, 7d (instead of --since)")
     d.add_argument("--until", help="window end, ISO 8601 UTC (records with ts < until)")
@@ -111,8 +116,16 @@ def _drift(args: argparse.Namespace) -> int:
     cur_damaged: list[str] = []
     if args.reference.endswith("manifest.json") or args.reference.endswith(".manifest.json"):
         if args.bundle is None:
-            raise InputError(
-                "--reference is a manifest.json: also pass --bundle (the export bundle it trained)"
+            # `training train --output DIR` writes DIR/export/ beside DIR/manifest.json: the bundle it trained.
+            beside = Path(args.reference).parent / "export"
+            if outputs.is_url(args.reference) or not (beside / "metadata.json").is_file():
+                raise InputError(
+                    "--reference is a manifest.json: also pass --bundle (the export bundle it trained; "
+                    f"found none at {beside})"
+                )
+            args.bundle = beside
+            print(
+                f"drift: reference from {args.reference} with the bundle beside it, {beside}", file=sys.stderr
             )
         import pandas as pd
 

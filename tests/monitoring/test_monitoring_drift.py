@@ -102,6 +102,25 @@ def test_reference_from_a_manifest_and_a_partitioned_window(
     assert json.loads((tmp_path / "out" / "drift.json").read_text())["drift_detected"] is True
 
 
+def test_a_manifest_beside_its_export_needs_no_bundle(
+    manifest: Path, tiny_bundle: Path, tmp_path: Path
+) -> None:
+    """`training train --output DIR` writes DIR/manifest.json beside DIR/export/: the README's `pipeline run
+    --reference runs/demo/train/manifest.json` passes no --bundle, and its drift step must not fail on that."""
+    import shutil
+
+    run = tmp_path / "train"
+    shutil.copytree(tiny_bundle, run / "export")
+    shutil.copy(manifest, run / "manifest.json")
+    part = tmp_path / "records"
+    part.mkdir()
+    window(samples.shifted_texts(100, seed=1), tiny_bundle, part / "part-a.jsonl")
+    done = run_drift(run / "manifest.json", part, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert str(run / "export") in done.stderr  # which bundle it took is said
+    assert json.loads((tmp_path / "out" / "drift.json").read_text())["drift_detected"] is True
+
+
 def test_bad_input_is_a_clear_error_with_exit_2(reference_file: Path, manifest: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     missing = run_drift(reference_file, tmp_path / "nope", out)
