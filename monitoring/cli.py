@@ -118,7 +118,12 @@ def _drift(args: argparse.Namespace) -> int:
         if args.bundle is None:
             # `training train --output DIR` writes DIR/export/ beside DIR/manifest.json: the bundle it trained.
             beside = Path(args.reference).parent / "export"
-            if outputs.is_url(args.reference) or not (beside / "metadata.json").is_file():
+            if outputs.is_url(args.reference):
+                raise InputError(
+                    "--reference is a manifest.json in object storage: also pass --bundle (the export bundle it "
+                    "trained; the export/ beside a manifest is looked up only for a local path)"
+                )
+            if not (beside / "metadata.json").is_file():
                 raise InputError(
                     "--reference is a manifest.json: also pass --bundle (the export bundle it trained; "
                     f"found none at {beside})"

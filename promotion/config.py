@@ -108,7 +108,7 @@ class PromotionConfig:
         except KeyError:
             raise ConfigError(
                 f"unknown environment {name!r}: configured are {', '.join(self.environments)} "
-                "(add a [environments.NAME] table to the gate config)"
+                "(pass --config with the team's gate config that names it, or add a [environments.NAME] table to it)"
             ) from None
 
     def as_dict(self) -> dict[str, Any]:

@@ -52,7 +52,7 @@ UNREADABLE = "unreadable"
 
 
 def _unlock_command(environment: str, lock_id: str) -> str:
-    return f"python -m promotion unlock --env {environment} --lock-id {lock_id or UNREADABLE} [--store ...]"
+    return f"python -m promotion unlock --env {environment} --lock-id {lock_id or UNREADABLE} [--store ...] [--config FILE]"
 
 
 def _github_run() -> str | None:

@@ -185,7 +185,7 @@ def _promote(
         environment,
         store=store,
         action="promote",
-        registry_uri=registry.uri,
+        registry_uri=registry.shown_uri,
         local_run=local_run,
         requested_by=requested_by,
     )

@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from promotion.errors import RegistryError
 
 DEFAULT_REGISTRY_URI = "sqlite:///runs/registry/mlflow.db"
 SQL_PACKAGES = ("sqlalchemy", "alembic", "sqlparse")
+_DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 # Registries behind MLflow's REST API (a tracking server, Databricks) rather than a database this process opens.
 _SERVER_SCHEMES = ("http", "https", "databricks")
 
@@ -33,16 +35,48 @@ def default_registry_uri() -> str:
     )
 
 
+def without_password(uri: str) -> str:
+    """The URI as messages, logs and records show it: a database registry's URI carries its password
+    (postgresql://user:PASSWORD@host/db), which must not reach a pod's log, a CI log or a promotion record."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.password is None:
+        return uri
+    return urllib.parse.urlunsplit(
+        parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}")
+    )
+
+
+def _database_driver_problem(uri: str) -> str | None:
+    """Why SQLAlchemy cannot load the URI's database driver (None: it can). MLflow meets a missing driver only on
+    first use, as an ImportError through every call: a traceback with exit 1, read as a gate's rejection."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except (ImportError, ArgumentError) as exc:
+        return str(exc)
+    return None
+
+
 class Registry:
     def __init__(self, uri: str | None = None) -> None:
         self.uri = uri or default_registry_uri()
-        scheme = self.uri.split(":", 1)[0] if ":" in self.uri else ""
-        if scheme in ("sqlite", "postgresql", "mysql", "mssql"):
+        self.shown_uri = without_password(self.uri)
+        scheme = self.uri.split(":", 1)[0].split("+", 1)[0] if ":" in self.uri else ""
+        if scheme in _DATABASE_SCHEMES:
             missing = [p for p in SQL_PACKAGES if importlib.util.find_spec(p) is None]
             if missing:
                 raise RegistryError(
                     f"MLflow's {scheme} registry needs {', '.join(missing)} (not part of mlflow-skinny): "
                     f"`pip install {' '.join(missing)}`, or set MLFLOW_REGISTRY_URI to a tracking server"
+                )
+            problem = _database_driver_problem(self.uri)
+            if problem:
+                raise RegistryError(
+                    f"model registry {self.shown_uri}: its database driver cannot be loaded ({problem}). Install "
+                    "the driver the URI names (psycopg for postgresql://, mysqlclient for mysql://, or name an "
+                    "installed one: mysql+pymysql://), or set MLFLOW_REGISTRY_URI to a tracking server"
                 )
         if scheme == "sqlite":
             db = self.uri.removeprefix("sqlite:///")
@@ -79,7 +113,7 @@ class Registry:
             # A tracking server answers INVALID_PARAMETER_VALUE for a local source outside a run's artifacts
             # (mlflow/server/handlers.py, _validate_source_run): said here with the fix, before anything deploys.
             raise RegistryError(
-                f"model registry {self.uri} is a tracking server: it refuses a version whose files are on this "
+                f"model registry {self.shown_uri} is a tracking server: it refuses a version whose files are on this "
                 f"machine ({source}). Give --candidate from object storage (the training run's bucket: s3://, "
                 "gs://, abfss://), or use a sqlite registry (--registry-uri sqlite:///PATH) for a local try"
             )
@@ -113,7 +147,7 @@ class Registry:
         except unreachable as exc:
             first = (str(exc).splitlines() or [type(exc).__name__])[0]
             raise RegistryError(
-                f"model registry {self.uri} could not {what}: {first}. Check MLFLOW_TRACKING_URI / "
+                f"model registry {self.shown_uri} could not {what}: {first}. Check MLFLOW_TRACKING_URI / "
                 "--registry-uri and that the server answers, then rerun"
             ) from exc
 

@@ -69,7 +69,7 @@ def bundle_of(record: dict[str, Any]) -> str | None:
 def fix_command(candidate: str, environment: str, store: str, model: str) -> str:
     return (
         f"`python -m promotion rescore --env {environment} --candidate {candidate} --store {store} "
-        f"--model-name {model}` where the candidate's data is readable (the pipeline's evaluate step does it)"
+        f"--model-name {model} [--config FILE]` where the candidate's data is readable (the pipeline's evaluate step does it)"
     )
 
 

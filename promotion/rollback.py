@@ -46,7 +46,7 @@ def _rollback(
     if not registry.has_version(store.model, previous.version):
         raise RegistryError(
             f"cannot roll {environment} back to version {previous.version} of {store.model}: it no longer exists in "
-            f"the registry {registry.uri} (deleted). Nothing was changed. To serve that model again, promote its "
+            f"the registry {registry.shown_uri} (deleted). Nothing was changed. To serve that model again, promote its "
             f"candidate anew (`python -m promotion promote --env {environment} --candidate "
             f"{(restored['lineage'].get('inputs') or {}).get('candidate')} ...`), which registers a new version"
         )
@@ -57,7 +57,7 @@ def _rollback(
         from_record=current.record_id,
         reason=reason,
         requested_by=requested_by,
-        registry_uri=registry.uri,
+        registry_uri=registry.shown_uri,
     )
     check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
     with interrupted.writes_held():

@@ -136,6 +136,10 @@ def test_bad_input_is_a_clear_error_with_exit_2(reference_file: Path, manifest: 
     assert schema.returncode == 2 and "lack" in schema.stderr and "n_tokens" in schema.stderr
     no_bundle = run_drift(manifest, reference_file, out)
     assert no_bundle.returncode == 2 and "--bundle" in no_bundle.stderr
+    remote = run_drift(
+        "s3://bucket/run/manifest.json", reference_file, out
+    )  # refused before anything is read
+    assert remote.returncode == 2 and "only for a local path" in remote.stderr, remote.stderr
 
 
 def test_a_bucket_prefix_as_out_gets_the_report_and_nothing_is_written_locally(

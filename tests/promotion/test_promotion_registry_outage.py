@@ -135,7 +135,20 @@ def test_a_database_registry_that_does_not_answer_is_exit_2_with_nothing_written
     ]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert f"model registry {uri} could not register a version of m-db-down" in err and "Traceback" not in err
+    shown = uri.replace(":secret@", ":***@")  # the password stays out of logs and records
+    assert (
+        f"model registry {shown} could not register a version of m-db-down" in err and "Traceback" not in err
+    )
+    assert "secret" not in err
     assert [p for p in store.rglob("*") if p.is_file()] == []  # no record, no history, the lock removed
     with pytest.raises(RegistryError, match="could not read m-db-down@dev"):
         Registry(uri).alias_version("m-db-down", "dev")  # rollback's first registry call
+
+
+@pytest.mark.parametrize("scheme", ["mysql", "mssql+pyodbc", "mysql+nosuchdriver"])
+def test_a_database_registry_whose_driver_cannot_load_is_a_registry_error(scheme: str) -> None:
+    """SQLAlchemy's default mysql driver (mysqlclient) and pyodbc are not installed here: MLflow met that only on
+    first use, as an ImportError through every call (a traceback, exit 1: a gate's rejection to the workflows)."""
+    with pytest.raises(RegistryError, match="database driver cannot be loaded") as raised:
+        Registry(f"{scheme}://u:secret@127.0.0.1:9/x")
+    assert "secret" not in str(raised.value) and "u:***@127.0.0.1:9" in str(raised.value)
