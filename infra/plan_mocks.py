@@ -5,8 +5,6 @@ Azure the providers' own id formats, plan_ids.py)."""
 from __future__ import annotations
 
 import base64
-import hashlib
-import uuid
 from typing import Any
 
 from infra import plan_ids
@@ -66,9 +64,9 @@ def azure_name(typ: str, name: str, inputs: dict[str, Any]) -> str:
     if isinstance(inputs.get(key), str):
         return str(inputs[key])
     if unset == GUID:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{typ}::{name}"))
+        return plan_ids.server_values(typ, name)["server_uuid"]
     if unset == SUFFIXED:
-        return name + hashlib.sha256(name.encode()).hexdigest()[:8]
+        return name + plan_ids.server_values(typ, name)["server_hex"][:8]
     return name
 
 
