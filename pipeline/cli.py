@@ -116,7 +116,7 @@ def _render(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    from pipeline import runner
+    from pipeline import cron, runner
     from promotion.config import load_config
     from promotion.errors import ConfigError
 
@@ -130,6 +130,10 @@ def _render(args: argparse.Namespace) -> int:
         load_config(None).environment(args.env)
     except ConfigError as exc:
         bad.append(f"--env {args.env}: {exc}")
+    # Argo refuses such a schedule only once the objects are applied; no run would ever start.
+    schedule_problem = None if args.schedule is None else cron.problem(args.schedule)
+    if schedule_problem:
+        bad.append(f"--schedule {args.schedule!r}: {schedule_problem}; give {cron.EXAMPLE}")
     if args.out and args.out.exists() and not args.out.is_dir():
         bad.append(f"--out {args.out} is a file: give the folder to write retrain-{args.env}.yaml into")
     for problem in bad:

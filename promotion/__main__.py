@@ -153,6 +153,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--reference", default="", help="link to the run, kept in the record")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
+    )
     return ap
 
 
@@ -223,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                 registry=Registry(args.registry_uri),
                 reason=args.reason,
                 requested_by=args.requested_by,
+                needs_image=args.stack_config is not None,
             )
             print(outcome.record["reasons"][0])
         else:

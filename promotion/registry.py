@@ -78,16 +78,23 @@ class Registry:
                     "the driver the URI names (psycopg for postgresql://, mysqlclient for mysql://, or name an "
                     "installed one: mysql+pymysql://), or set MLFLOW_REGISTRY_URI to a tracking server"
                 )
-        if scheme == "sqlite":
-            db = self.uri.removeprefix("sqlite:///")
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        # Created by the first write only: a command that reads (rollback's checks) or is refused must not leave an
+        # empty registry behind, which the next read would take for one whose versions were deleted.
+        self._sqlite_file = Path(self.uri.removeprefix("sqlite:///")) if scheme == "sqlite" else None
         self._mlflow: Any = None
+
+    def exists(self) -> bool:
+        """False for a sqlite registry whose file is not there yet (nothing was ever registered in it)."""
+        return self._sqlite_file is None or self._sqlite_file.exists()
 
     @property
     def _client(self) -> Any:
         """Created on first use: importing MLflow and migrating a new database take seconds."""
         if self._mlflow is None:
             from mlflow import MlflowClient
+
+            if self._sqlite_file is not None:
+                self._sqlite_file.parent.mkdir(parents=True, exist_ok=True)
 
             # MLflow logs each schema migration at INFO on first use of a new database.
             for name in ("mlflow", "alembic"):

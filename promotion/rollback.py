@@ -14,18 +14,36 @@ from promotion.store import Deployed, ModelStore
 
 
 def rollback(
-    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None = None
+    environment: str,
+    *,
+    store: ModelStore,
+    registry: Registry,
+    reason: str,
+    requested_by: str | None = None,
+    needs_image: bool = False,
 ) -> Outcome:
     """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version,
-    holding the environment's lock (a rollback racing a promotion would pop the wrong entry)."""
+    holding the environment's lock (a rollback racing a promotion would pop the wrong entry). `needs_image`: the
+    caller writes the restored serving image somewhere (--stack-config), so a version without one is refused."""
     with lock.held(store.root, store.model, environment, operation="rollback", requested_by=requested_by):
         return _rollback(
-            environment, store=store, registry=registry, reason=reason, requested_by=requested_by
+            environment,
+            store=store,
+            registry=registry,
+            reason=reason,
+            requested_by=requested_by,
+            needs_image=needs_image,
         )
 
 
 def _rollback(
-    environment: str, *, store: ModelStore, registry: Registry, reason: str, requested_by: str | None
+    environment: str,
+    *,
+    store: ModelStore,
+    registry: Registry,
+    reason: str,
+    requested_by: str | None,
+    needs_image: bool,
 ) -> Outcome:
     stack = store.deployed(environment)
     if len(stack) < 2:
@@ -34,6 +52,22 @@ def _rollback(
             "nothing to roll back to"
         )
     current, previous = stack[-1], stack[-2]
+    if needs_image and not previous.serving_image:
+        # Refused after the rollback, this was exit 2 with the record, alias and history already moved: a retry
+        # rolled back one version further.
+        raise PromotionError(
+            f"--stack-config: {environment} would go back to version {previous.version} (record "
+            f"{previous.record_id}), a local run with no serving image, so there is no digest to write into the stack "
+            "config. Nothing was changed: roll back without --stack-config (the stack keeps its image), or promote "
+            "a built image to it"
+        )
+    if not registry.exists():
+        used = (store.read_record(current.record_id).get("model") or {}).get("registry_uri")
+        raise RegistryError(
+            f"model registry {registry.shown_uri} does not exist yet: no version was ever registered there, so "
+            f"{environment} cannot be rolled back in it. Nothing was changed. {environment}'s promotions registered "
+            f"their versions in {used}: give --registry-uri {used} (or set MLFLOW_REGISTRY_URI)"
+        )
     live = registry.alias_version(store.model, environment)
     if live is not None and live != current.version:
         raise RegistryError(

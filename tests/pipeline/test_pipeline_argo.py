@@ -144,3 +144,41 @@ def test_render_refuses_what_each_run_would_fail_on(
     assert main(["render", "--training-image", TRAINING, *flags]) == 2
     assert message in capsys.readouterr().err
     assert (tmp_path / "FILE").read_text() == "kept" and not list(tmp_path.glob("retrain-*.yaml"))
+
+
+@pytest.mark.parametrize(
+    "schedule,why",
+    [
+        ("61 * * * *", "minute '61': 61 is outside 0-59"),
+        ("every day", "2 field(s), not 5"),
+        ("0 3 * * 7", "day of week '7': 7 is outside 0-6"),
+        ("0 3 31 FEBR *", "month 'FEBR': 'FEBR' is not a number or a name"),
+        ("*/0 * * * *", "step '0' is not a positive whole number"),
+        ("0 23-1 * * *", "range '23-1' runs backwards"),
+        ("@every soon", "@every takes a duration"),
+    ],
+)
+def test_render_refuses_a_schedule_argo_would_refuse(
+    schedule: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: any --schedule was rendered (exit 0) into a CronWorkflow the controller refuses once applied."""
+    from pipeline.cli import main
+
+    assert main(["render", "--training-image", TRAINING, "--schedule", schedule, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--schedule {schedule!r}: " in err and why in err
+    assert 'five fields "minute hour day-of-month month day-of-week", e.g. "0 3 * * *"' in err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "schedule", ["30 4 * * 1-5", "*/15 0-6 ? JAN-MAR mon,wed", "0 3 1,15 * *", "@every 6h"]
+)
+def test_render_keeps_a_valid_schedule(schedule: str, tmp_path: Path) -> None:
+    import yaml
+
+    from pipeline.cli import main
+
+    assert main(["render", "--training-image", TRAINING, "--schedule", schedule, "--out", str(tmp_path)]) == 0
+    docs = list(yaml.safe_load_all((tmp_path / "retrain-dev.yaml").read_text()))
+    assert [d["spec"]["schedules"] for d in docs if d["kind"] == "CronWorkflow"] == [[schedule]]

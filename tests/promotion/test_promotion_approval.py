@@ -41,6 +41,9 @@ def test_cli(tmp_path: Path) -> None:
     assert main(["approval", "--env", "staging", "--github-reviews", str(reviews), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["approver"] == "dave"
     assert (
-        main(["approval", "--env", "qa", "--github-reviews", str(reviews), "--out", str(tmp_path / "x.json")])
+        main(
+            ["approval", "--env", "dev", "--github-reviews", str(reviews), "--out", str(tmp_path / "x.json")]
+        )
         == 1
-    )
+    )  # no approving review of dev: the approval gate would fail
+    assert not (tmp_path / "x.json").exists()

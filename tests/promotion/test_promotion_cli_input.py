@@ -37,6 +37,22 @@ def test_unlock_takes_the_gate_config_that_names_the_environment(tmp_path: Path,
     assert "no lock (nothing to do)" in capsys.readouterr().out
 
 
+def test_approval_for_an_environment_the_gates_do_not_name_is_refused(tmp_path: Path, capsys) -> None:
+    # It wrote an approval for `prdo` that no gate reads (exit 0), or said "no approving review" (exit 1).
+    reviews = tmp_path / "reviews.json"
+    reviews.write_text(json.dumps([{"state": "approved", "environments": [{"name": n}], "user": {"login": "bob"}}
+                                   for n in ("prdo", "qa")]))  # fmt: skip
+    out = tmp_path / "out" / "approval.json"
+    args = ["approval", "--github-reviews", str(reviews), "--out", str(out)]
+    assert main([*args, "--env", "prdo"]) == 2
+    assert "unknown environment 'prdo': configured are dev, staging, prod" in capsys.readouterr().err
+    assert not out.parent.exists()
+    config = tmp_path / "gates.toml"  # a team's own environment, named by its own gate config
+    config.write_text('[environments.qa]\nstack = "qa"\nslo_p99_ms = 300.0\n')
+    assert main([*args, "--env", "qa", "--config", str(config)]) == 0
+    assert json.loads(out.read_text())["environment"] == "qa"
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

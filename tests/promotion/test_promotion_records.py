@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -13,7 +14,9 @@ from promotion_fixtures import (
     MANIFEST_SHA,
     RecordingDeployer,
     evidence_of,
+    loadtest,
     make_candidate,
+    policy_report,
     write_json,
 )
 
@@ -238,3 +241,67 @@ def test_a_diverged_run_is_rejected_in_a_record_that_stays_json(
     assert record["lineage"]["metrics"]["test"]["accuracy"] is None
     assert record["lineage"]["metrics"]["validation"]["f1"] is None
     validate_record(record)
+
+
+# --- a rollback that cannot be completed as asked is refused before anything moves (exit 2, store and registry as
+# they were): dev's history here holds two local-run promotions, registered in the module's sqlite registry.
+LOCAL_MODEL = "m-rollback-refusals"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def local_runs(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Path:
+    root = tmp_path_factory.mktemp("rollback-refusals")
+    evidence = ["--loadtest", str(write_json(root / "loadtest.json", loadtest())),
+                "--policy-report", str(write_json(root / "policy" / "dev.json", policy_report("dev")))]  # fmt: skip
+    for n, accuracy in enumerate((0.88, 0.885)):
+        candidate = make_candidate(root / f"run{n}", accuracy=accuracy)
+        args = ["promote", "--env", "dev", "--store", str(root / "store"), "--model-name", LOCAL_MODEL,
+                "--registry-uri", registry.uri, "--candidate", str(candidate), *evidence, "--no-images", "--local-run"]  # fmt: skip
+        assert main(args) == 0
+    return root / "store"
+
+
+def snapshot(store: Path, registry: Registry) -> tuple[dict[str, bytes], str | None]:
+    files = {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+    return files, registry.alias_version(LOCAL_MODEL, "dev")
+
+
+def rollback(store: Path, registry_uri: str, *extra: str) -> int:
+    return main(["rollback", "--env", "dev", "--store", str(store), "--model-name", LOCAL_MODEL,
+                 "--registry-uri", registry_uri, "--reason", "p99", *extra])  # fmt: skip
+
+
+def test_a_rollback_to_a_version_without_image_is_refused_with_stack_config(
+    local_runs: Path, registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the rollback was recorded, the alias and history moved, then `--stack-config` failed with exit 2
+    ("no deployable serving image digest"): read as "nothing happened", a retry rolled back one version further."""
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    shutil.copy(ROOT / "Pulumi.dev.yaml", stack_file)
+    store = local_runs
+    before = snapshot(store, registry)
+    assert rollback(store, registry.uri, "--stack-config", str(stack_file)) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--stack-config: dev would go back to version 1" in err and "a local run with no serving image" in err
+    )
+    assert "Nothing was changed" in err
+    assert snapshot(store, registry) == before
+    assert stack_file.read_text() == (ROOT / "Pulumi.dev.yaml").read_text()
+
+
+def test_a_rollback_in_a_registry_that_does_not_exist_says_so_and_creates_none(
+    local_runs: Path, registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the wrong --registry-uri got a new, empty sqlite registry (the read created it), and the rollback
+    said version 1 "no longer exists in the registry (deleted)": promote it anew."""
+    missing = tmp_path / "elsewhere" / "mlflow.db"
+    store = local_runs
+    before = snapshot(store, registry)
+    assert rollback(store, f"sqlite:///{missing}") == 2
+    err = capsys.readouterr().err
+    assert f"model registry sqlite:///{missing} does not exist yet" in err
+    assert f"give --registry-uri {registry.uri}" in err and "deleted" not in err
+    assert not missing.parent.exists()
+    assert snapshot(store, registry) == before
