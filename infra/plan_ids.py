@@ -98,6 +98,8 @@ GCP_SERVICE_AGENTS: dict[str, str] = {
 }
 
 _RG = "/subscriptions/{subscription}/resourceGroups/{resourceGroupName}/providers/"
+# The types of azure_names.AZURE_NAME_INPUTS, another fact: the ARM id format (its `{name}` is the name output, which
+# azure_names says how the provider fills); lifecycle.FIXED_IDENTITY derives from azure_names, not from this.
 AZURE_IDS: dict[str, str] = {
     "azure-native:resources:ResourceGroup": "/subscriptions/{subscription}/resourceGroups/{name}",
     "azure-native:storage:StorageAccount": _RG + "Microsoft.Storage/storageAccounts/{name}",

@@ -8,6 +8,7 @@ import base64
 from typing import Any
 
 from infra import plan_ids
+from infra.azure_names import AS_IS, AZURE_NAME_INPUTS, GUID, SUFFIXED
 
 # Pulumi's wire value for "unknown during preview" (pulumi.runtime.rpc.UNKNOWN).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -17,44 +18,6 @@ MOCK_GCP_PROJECT_NUMBER = "123456789012"
 MOCK_AZURE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 MOCK_AZURE_TENANT = "11111111-1111-1111-1111-111111111111"
 MOCK_AZURE_OBJECT = "22222222-2222-2222-2222-222222222222"
-
-# azure-native's name input per resource type: the last path parameter of the type's REST path. ARM returns
-# it as the resource's `name` output, which other resources take as their parent's name (a key's `vaultName`,
-# a pool's cluster `resourceName`). Unset, the provider auto-names it: a top-level resource gets the logical
-# name plus 8 random hex digits, a child resource the logical name as it is (pulumi-azure-native#519), and
-# role assignments and definitions a random GUID (ARM takes nothing else; pulumi-azure-native#625). The
-# program names every resource but its role assignments, so only those take the unset branch today.
-SUFFIXED, AS_IS, GUID = "suffixed", "as-is", "guid"
-AZURE_NAME_INPUTS: dict[str, tuple[str, str]] = {
-    "azure-native:resources:ResourceGroup": ("resourceGroupName", SUFFIXED),
-    "azure-native:storage:StorageAccount": ("accountName", SUFFIXED),
-    "azure-native:storage:BlobServiceProperties": ("blobServicesName", AS_IS),
-    "azure-native:storage:BlobContainer": ("containerName", AS_IS),
-    "azure-native:storage:ManagementPolicy": ("managementPolicyName", AS_IS),
-    "azure-native:keyvault:Vault": ("vaultName", SUFFIXED),
-    "azure-native:keyvault:Key": ("keyName", AS_IS),
-    "azure-native:containerregistry:Registry": ("registryName", SUFFIXED),
-    "azure-native:containerservice:ManagedCluster": ("resourceName", SUFFIXED),
-    "azure-native:containerservice:AgentPool": ("agentPoolName", AS_IS),
-    "azure-native:compute:DiskEncryptionSet": ("diskEncryptionSetName", SUFFIXED),
-    "azure-native:managedidentity:UserAssignedIdentity": ("resourceName", SUFFIXED),
-    "azure-native:managedidentity:FederatedIdentityCredential": (
-        "federatedIdentityCredentialResourceName",
-        AS_IS,
-    ),
-    "azure-native:authorization:RoleAssignment": ("roleAssignmentName", GUID),
-    "azure-native:authorization:RoleDefinition": ("roleDefinitionId", GUID),
-    "azure-native:consumption:Budget": ("budgetName", SUFFIXED),
-    "azure-native:operationalinsights:Workspace": ("workspaceName", SUFFIXED),
-    "azure-native:monitor:ActionGroup": ("actionGroupName", SUFFIXED),
-    "azure-native:monitor:MetricAlert": ("ruleName", SUFFIXED),
-    "azure-native:monitor:DiagnosticSetting": ("name", AS_IS),
-    "azure-native:monitor:SubscriptionDiagnosticSetting": ("name", SUFFIXED),
-    "azure-native:network:VirtualNetwork": ("virtualNetworkName", SUFFIXED),
-    "azure-native:network:Subnet": ("subnetName", AS_IS),
-    "azure-native:network:NatGateway": ("natGatewayName", SUFFIXED),
-    "azure-native:network:PublicIPAddress": ("publicIpAddressName", SUFFIXED),
-}
 
 
 def azure_name(typ: str, name: str, inputs: dict[str, Any]) -> str:

@@ -150,8 +150,7 @@ class Cluster(pulumi.ComponentResource):
             retention_in_days=cfg.audit_retention_days,
             kms_key_id=key_arn,
             tags=tags(cfg),
-            # The control plane's audit trail: protected in prod like the buckets.
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.cluster = aws.eks.Cluster(
             name,
@@ -178,9 +177,7 @@ class Cluster(pulumi.ComponentResource):
             ),
             deletion_protection=cfg.is_prod,
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[cluster_policy, log_group], protect=cfg.is_prod
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy, log_group]),
         )
         # Network policies are enforced by the VPC CNI's eBPF agent once this flag is on.
         aws.eks.Addon(

@@ -27,7 +27,7 @@ class EnvironmentKey(pulumi.ComponentResource):
         # The key policy lets Auto Scaling's service-linked role encrypt node volumes, and KMS refuses a
         # policy naming a principal that does not exist (MalformedPolicyDocumentException). A fresh
         # account has no such role until its first Auto Scaling group: declare it, and create the key
-        # after it. The role is account-wide, so destroying this stack leaves it (retain_on_delete).
+        # after it. The role is account-wide: destroying this stack leaves it (infra/lifecycle.py retains it).
         after: list[pulumi.Resource] = []
         if cfg.aws.auto_scaling_service_linked_role == "create":
             after.append(
@@ -35,7 +35,7 @@ class EnvironmentKey(pulumi.ComponentResource):
                     f"{name}-autoscaling-role",
                     aws_service_name=documents.AUTOSCALING_SERVICE,
                     tags=tags(cfg),
-                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                    opts=pulumi.ResourceOptions(parent=self),
                 )
             )
         else:
@@ -50,7 +50,7 @@ class EnvironmentKey(pulumi.ComponentResource):
             deletion_window_in_days=30 if cfg.is_prod else 7,
             policy=json.dumps(documents.key_policy(account_id, cfg.region, trail_arn)),
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod, depends_on=after),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         self.alias = aws.kms.Alias(
             f"{name}-alias",

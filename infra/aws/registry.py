@@ -47,7 +47,7 @@ class Registry(pulumi.ComponentResource):
                 ],
                 force_delete=not cfg.is_prod,
                 tags=tags(cfg, image=image),
-                opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+                opts=pulumi.ResourceOptions(parent=self),
             )
             aws.ecr.LifecyclePolicy(
                 f"{name}-{image}-lifecycle",
@@ -68,8 +68,7 @@ class Registry(pulumi.ComponentResource):
                         ]
                     }
                 ),
-                # Decides which images are kept: protected in prod with the repository it governs.
-                opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+                opts=pulumi.ResourceOptions(parent=self),
             )
             self.repositories[image] = repository
         self.register_outputs({"urls": self.urls})

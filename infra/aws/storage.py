@@ -34,16 +34,15 @@ class SecureBucket(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__("eu-ml-platform:aws:SecureBucket", name, None, opts)
-        # The settings below are resources of their own, which the bucket's `protect` does not cover: in prod a
-        # destroy or replacement would otherwise delete them first (suspend versioning, drop the lifecycle
-        # rules, the public access block, the TLS-only policy...) and stop only at the bucket.
-        child = pulumi.ResourceOptions(parent=self, protect=cfg.is_prod)
+        # The settings below are resources of their own, which the bucket's `protect` does not cover:
+        # infra/lifecycle.py protects and retains each in prod.
+        child = pulumi.ResourceOptions(parent=self)
         self.bucket = aws.s3.Bucket(
             name,
             bucket=bucket_name,
             force_destroy=not cfg.is_prod and purpose not in ("logs", "models"),
             tags=tags(cfg, purpose=purpose),
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=child,
         )
         bucket_id = self.bucket.id
         aws.s3.BucketOwnershipControls(

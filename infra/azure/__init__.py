@@ -33,7 +33,7 @@ def build(cfg: PlatformConfig) -> CloudPlatform:
         resource_group_name=resource_group,
         location=cfg.region,
         tags=tags(cfg),
-        opts=pulumi.ResourceOptions(provider=provider, protect=cfg.is_prod),
+        opts=pulumi.ResourceOptions(provider=provider),
     )
     in_rg = pulumi.ResourceOptions(provider=provider, depends_on=[rg])
 

@@ -48,7 +48,7 @@ class AuditWorkspace(pulumi.ComponentResource):
             sku=azure.operationalinsights.WorkspaceSkuArgs(name="PerGB2018"),
             retention_in_days=cfg.audit_retention_days,
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"workspace": self.workspace.id})
 

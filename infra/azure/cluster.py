@@ -281,7 +281,6 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=grants,
-                protect=cfg.is_prod,
                 ignore_changes=["agentPoolProfiles[0].count"],
             ),
         )

@@ -82,7 +82,7 @@ class EnvironmentKey(pulumi.ComponentResource):
                 ),
             ),
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         # The deployer needs data-plane rights to create the key in an RBAC vault.
         deployer = azure.authorization.RoleAssignment(
@@ -93,7 +93,7 @@ class EnvironmentKey(pulumi.ComponentResource):
             opts=child,
         )
         rotation = f"P{cfg.key_rotation_days}D"
-        after_deployer = pulumi.ResourceOptions(parent=self, depends_on=[deployer], protect=cfg.is_prod)
+        after_deployer = pulumi.ResourceOptions(parent=self, depends_on=[deployer])
         # Storage, the registry and the disk encryption set use the versionless key and follow each
         # rotation; versions expire a year after creation (a notification comes 30 days before).
         self.key = azure.keyvault.Key(

@@ -53,7 +53,7 @@ class Registry(pulumi.ComponentResource):
             ),
             zone_redundancy="Enabled" if cfg.is_prod else "Disabled",
             tags=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready),
         )
         self.host = f"{registry_name}.azurecr.io"
         self.urls = {image: f"{self.host}/{image}" for image in IMAGES}

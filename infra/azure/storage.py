@@ -149,13 +149,12 @@ class Storage(pulumi.ComponentResource):
                     ),
                 ),
                 tags=tags(cfg, purpose=account),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready, protect=cfg.is_prod),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=key.ready),
             )
             self.accounts[account] = sa
             # The blob service (versioning, soft delete), the lifecycle policy and the containers are resources
-            # of their own, which the account's `protect` does not cover: in prod a destroy or replacement would
-            # delete them (the containers with their blobs) before stopping at the account.
-            child = pulumi.ResourceOptions(parent=self, depends_on=[sa], protect=cfg.is_prod)
+            # of their own, which the account's `protect` does not cover: infra/lifecycle.py protects each in prod.
+            child = pulumi.ResourceOptions(parent=self, depends_on=[sa])
             blob_service = azure.storage.BlobServiceProperties(
                 f"{name}-{account}-blob-service",
                 account_name=account_name,

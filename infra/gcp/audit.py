@@ -50,9 +50,8 @@ class Audit(pulumi.ComponentResource):
             retention_days=cfg.audit_retention_days,
             locked=cfg.is_prod,
             cmek_settings=gcp.logging.ProjectBucketConfigCmekSettingsArgs(kms_key_name=key.key_name),
-            # Holds the audit trail: a prod destroy or replacement must stop here (`locked` alone does not
-            # stop Pulumi from trying, and a bucket with a new id starts empty).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=key.grants, protect=cfg.is_prod),
+            # `locked` alone does not stop Pulumi from trying a delete: infra/lifecycle.py protects it in prod.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=key.grants),
         )
         gcp.logging.ProjectSink(
             f"{name}-sink",

@@ -217,7 +217,7 @@ class Cluster(pulumi.ComponentResource):
             deletion_protection=cfg.is_prod,
             resource_labels=tags(cfg),
             node_config=gcp.container.ClusterNodeConfigArgs(service_account=node_sa_email),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*key.grants, *grants], protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*key.grants, *grants]),
         )
         pools = pulumi.ResourceOptions(parent=self, depends_on=[*grants, *key.grants])
         self.system_pool = _pool(

@@ -78,13 +78,12 @@ class EnvironmentKey(pulumi.ComponentResource):
     ) -> None:
         super().__init__("eu-ml-platform:gcp:EnvironmentKey", name, None, opts)
         # GCP never deletes key rings or keys (destroy only forgets them, and the key's versions are
-        # destroyed after `destroy_scheduled_duration`): protecting them outside prod would only make
-        # `pulumi destroy` of a dev stack fail.
+        # destroyed after `destroy_scheduled_duration`); infra/lifecycle.py protects them in prod only.
         ring = gcp.kms.KeyRing(
             f"{name}-ring",
             name=cfg.name,
             location=cfg.region,
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.key = gcp.kms.CryptoKey(
             f"{name}-key",
@@ -95,7 +94,7 @@ class EnvironmentKey(pulumi.ComponentResource):
             destroy_scheduled_duration=f"{30 * SECONDS_PER_DAY}s",
             deletion_policy="PREVENT" if cfg.is_prod else "DELETE",
             labels=tags(cfg),
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.is_prod),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.key_name = f"projects/{project}/locations/{cfg.region}/keyRings/{cfg.name}/cryptoKeys/data"
         child = pulumi.ResourceOptions(parent=self, provider=opts.provider)

@@ -41,7 +41,7 @@ class Registry(pulumi.ComponentResource):
                     enablement_config="INHERITED"
                 ),
                 labels=tags(cfg, image=image),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=key.grants, protect=cfg.is_prod),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=key.grants),
             )
             self.repository_ids[image] = repo_id
             self.urls[image] = f"{self.host}/{project}/{repo_id}/{image}"

@@ -96,7 +96,7 @@ class Buckets(pulumi.ComponentResource):
                 force_destroy=not cfg.is_prod and purpose not in ("logs", "models"),
                 deletion_policy="PREVENT" if cfg.is_prod else "DELETE",
                 labels=tags(cfg, purpose=purpose),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=depends, protect=cfg.is_prod),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
         gcp.storage.BucketIAMMember(
             f"{name}-logs-analytics-writer",

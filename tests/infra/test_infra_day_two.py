@@ -226,19 +226,33 @@ def test_every_azure_resource_given_its_name_is_deleted_before_it_is_replaced(pl
     """ARM creates a resource by a PUT on its name: a replacement created first under the same name is the same
     resource, updated in place, and the delete of the "old" one that follows deletes it (the stack is left
     without it). So a resource whose name the program gives must be deleted first, whatever its type."""
-    from infra.plan_mocks import AZURE_NAME_INPUTS
+    from infra.azure_names import AZURE_NAME_INPUTS
 
     named = 0
     for r in plans["azure-dev"].iter_custom():
         if not r["type"].startswith("azure-native:"):
             continue
         assert r["type"] in AZURE_NAME_INPUTS, (
-            f"add {r['type']}'s name input to infra/plan_mocks.AZURE_NAME_INPUTS"
+            f"add {r['type']}'s name input to infra/azure_names.AZURE_NAME_INPUTS"
         )
         if isinstance(r["inputs"].get(AZURE_NAME_INPUTS[r["type"]][0]), str):
             named += 1
             assert r["deleteBeforeReplace"] is True, (r["type"], r["name"])
     assert named > 30
+
+
+def test_a_new_azure_type_is_deleted_before_replace_once_its_name_input_is_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mocks' name table and the option's identity table were two lists of the same fact: a type added to one
+    only was named by the mocks but replaced create-first (ARM's PUT then the delete of the "old" one lose it)."""
+    from infra import lifecycle, plan_mocks
+
+    token = "azure-native:cache:RedisEnterprise"
+    monkeypatch.setitem(plan_mocks.AZURE_NAME_INPUTS, token, ("clusterName", plan_mocks.SUFFIXED))
+    named = lifecycle.options(token, {"cluster_name": "redis-mlp-dev"}, prod=False)
+    assert named is not None and named.delete_before_replace is True
+    assert lifecycle.options(token, {"cluster_name": None}, prod=False) is None
 
 
 @pytest.mark.parametrize("stack", ["dev", "gcp-dev"])

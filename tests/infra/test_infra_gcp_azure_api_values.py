@@ -35,7 +35,7 @@ from infra_fixtures import Plan
 
 from infra import config
 from infra import plan as planner
-from infra.plan_mocks import AZURE_NAME_INPUTS
+from infra.azure_names import AZURE_NAME_INPUTS
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 CLOUDS = {"gcp": "gcp-dev", "azure": "azure-dev"}
@@ -158,7 +158,7 @@ def test_an_azure_update_names_each_parent_by_the_name_it_was_given(
     """ARM returns the name a resource was given as its `name`: a key's `vaultName`, a pool's cluster, a
     subnet's network are the names their parents were created with, not Pulumi's logical names. Every path
     parameter of every Azure resource (azure_api_table) is checked against the plan's own name inputs, which
-    the mock reads from plan_mocks.AZURE_NAME_INPUTS; a type missing there would get its logical name."""
+    the mock reads from azure_names.AZURE_NAME_INPUTS; a type missing there would get its logical name."""
     p = cloud_updates[stack]
     azure = [r for r in p.iter_custom() if r["type"].startswith("azure-native:")]
     assert not {r["type"] for r in azure} - set(AZURE_NAME_INPUTS), "add the type to AZURE_NAME_INPUTS"

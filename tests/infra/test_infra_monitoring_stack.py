@@ -196,6 +196,9 @@ MONITORING_BOUNDS = [
     ("rawSampleRate", 0.1, "0..0.05"),
     ("rawRetentionDays", 120, "1..90"),
     ("driftSchedule", "every day", "cron"),
+    # The shape was a regex: a minute of 61 or a weekday of 8 passed it, and the CronJob API refused them.
+    ("driftSchedule", "61 * * * *", "minute '61': 61 is outside 0-59"),
+    ("driftSchedule", "0 3 * * 8", "day of week '8'"),
     ("driftWindow", "1 day", "24h"),
     ("driftWindow", "0h", "24h"),
     ("smarthost", "smtp.example.com", "host:port"),

@@ -103,3 +103,43 @@ def test_prod_protects_every_resource_that_holds_or_governs_data(
     assert not any(
         r["retainOnDelete"] for r in plans[dev].iter_custom() if r["type"].startswith(DATA_SERVICES[cloud])
     )
+
+
+# --- protection and retention are decided in one table (infra/lifecycle.py KEPT), applied in one place --------
+def test_no_cloud_module_sets_protect_or_retain_itself() -> None:
+    """A `protect=` beside one resource and a retention rule in the table drift apart (a new store protected but
+    not retained, or the reverse): only infra/lifecycle.py sets either option."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "infra"
+    found = [
+        f"{path.relative_to(root.parent)}:{node.lineno} {kw.arg}="
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "lifecycle.py" or path.parent != root
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+        if kw.arg in ("protect", "retain_on_delete")
+    ]
+    assert found == [], "set these in infra/lifecycle.py KEPT instead"
+
+
+def test_every_plan_protects_and_retains_exactly_what_the_table_says(
+    plans: dict[str, Plan], prod_plans: dict[str, Plan]
+) -> None:
+    from infra.lifecycle import KEPT
+
+    rendered = {**{f"{c}-prod": p for c, p in prod_plans.items()}, **plans}
+    for stack, plan in rendered.items():
+        prod = stack.endswith("prod")
+        for r in plan.iter_custom():
+            keep = KEPT.get(r["type"])
+            protect = keep is not None and prod and keep.protect
+            retain = keep is not None and (keep.retain_everywhere or (prod and keep.retain))
+            assert (r["protect"], r["retainOnDelete"]) == (protect, retain), (stack, r["type"], r["name"])
+    # No entry outlives its resources, and the clusters stay protected without being retained.
+    declared = {r["type"] for p in prod_plans.values() for r in p.iter_custom()}
+    assert set(KEPT) - declared == set()
+    clusters = [t for t in KEPT if t.endswith((":Cluster", ":ManagedCluster"))]
+    assert len(clusters) == 3 and all(KEPT[t].protect and not KEPT[t].retain for t in clusters)

@@ -21,8 +21,8 @@ from infra_fixtures import Plan
 
 from infra import plan as planner
 from infra import plan_ids
+from infra.azure_names import AZURE_NAME_INPUTS
 from infra.plan_ids import AZURE_IDS, GCP_IDS
-from infra.plan_mocks import AZURE_NAME_INPUTS
 
 TABLES = {"gcp-dev": ("gcp:", "GCP_IDS", GCP_IDS), "azure-dev": ("azure-native:", "AZURE_IDS", AZURE_IDS)}
 
