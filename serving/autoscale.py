@@ -9,8 +9,8 @@ Two signals per model, from the difference of two scrapes (exactly what Promethe
 - average batch size: rate(nv_inference_count) / rate(nv_inference_exec_count). Near max_batch_size
   means the batcher is full: more load only adds queueing.
 
-The HPA target (HPA_TARGET_QUEUE_US, on the `classifier` model, whose queue is the bottleneck) sits
-above the dynamic batcher's own window (the queue delay every request may spend waiting for company
+The HPA target (HPA_TARGET_QUEUE_US, on HPA_MODEL: the `sentiment` endpoint, whose queue is the
+bottleneck) sits above the dynamic batcher's own window (the queue delay every request may spend waiting for company
 even at low load) and far below the queueing seen at saturation; the measurement behind it is in
 serving/README.md and tests/serving/test_serving_autoscale.py reproduces it.
 """

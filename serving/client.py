@@ -14,6 +14,7 @@ A tritonclient HTTP client is not thread-safe: use one SentimentClient per threa
 
 from __future__ import annotations
 
+import http.client
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,27 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError)
 
 
+def wrong_port(exc: BaseException, url: str, protocol: str) -> str | None:
+    """What to fix when `url` answered, but not as Triton's inference API for `protocol`, else None.
+
+    The usual cause is a port mix-up (HTTP 8000, gRPC 8001, metrics 8002). It never heals by waiting: a
+    gRPC port sent HTTP answers bytes that are no HTTP (tritonclient's parser raised it as a traceback),
+    and the metrics port answers 405 to the API's POSTs."""
+    from tritonclient.utils import InferenceServerException
+
+    if protocol == "http" and isinstance(exc, http.client.HTTPException):
+        return (
+            f"{url} does not answer HTTP ({exc!r}): is it Triton's gRPC port? Pass its HTTP port "
+            "(8000 by default) or --protocol grpc"
+        )
+    if isinstance(exc, InferenceServerException) and str(exc.status()) == "405":
+        return (
+            f"{url} answered 405 Method Not Allowed: it is not Triton's inference API (its metrics port, "
+            "8002 by default?); pass the HTTP port (8000 by default) or the gRPC port with --protocol grpc"
+        )
+    return None
+
+
 class SentimentClient:
     def __init__(
         self,
@@ -94,6 +116,7 @@ class SentimentClient:
         )
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.attempts = 0  # calls sent, retries included: lets callers (and tests) see the retry policy work
+        self._last_error: BaseException | None = None  # of is_ready: lets wait_ready stop on a wrong port
         if protocol == "http":
             import tritonclient.http as tc
 
@@ -145,31 +168,40 @@ class SentimentClient:
                             f"{what}: no answer from {self.url} ({self.protocol}) within {self.timeout_s:g} s "
                             "(server overloaded or stuck?): retry later or raise the timeout (--timeout)"
                         ) from exc
+                    wrong = wrong_port(exc, self.url, self.protocol)
+                    if wrong:
+                        raise UnavailableError(f"{what}: {wrong}") from exc
                     if isinstance(exc, InferenceServerException):
                         raise InferenceError(f"{what}: {exc.message()}") from exc
                     raise
                 if attempt == self.retries:
                     raise UnavailableError(
                         f"{what}: server at {self.url} ({self.protocol}) unavailable after "
-                        f"{self.retries + 1} attempts: {exc}. Is it running (`python -m serving serve`)?"
+                        f"{self.retries + 1} attempts: {exc}. Is it running (`python -m serving serve`), and is "
+                        f"{self.url} its {self.protocol} port (HTTP 8000, gRPC 8001 by default)?"
                     ) from exc
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
 
     def is_ready(self) -> bool:
+        self._last_error = None
         try:
             if self.protocol == "grpc":
                 return bool(
                     self._client.is_model_ready(self.model, self.version, client_timeout=self.timeout_s)
                 )
             return bool(self._bounded(lambda: self._client.is_model_ready(self.model, self.version)))
-        except Exception:  # noqa: BLE001 - not reachable is "not ready"
+        except Exception as exc:  # noqa: BLE001 - not reachable is "not ready"
+            self._last_error = exc
             return False
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while not self.is_ready():
+            wrong = self._last_error and wrong_port(self._last_error, self.url, self.protocol)
+            if wrong:  # waiting would not help: `check` used to wait its whole minute on a gRPC port
+                raise UnavailableError(f"model {self.model}: {wrong}")
             if time.monotonic() > deadline:
                 raise UnavailableError(
                     f"model {self.model} at {self.url} ({self.protocol}) not ready after {timeout_s:.0f} s: "
@@ -196,6 +228,8 @@ class SentimentClient:
         return result.as_numpy("LABEL"), result.as_numpy("PROBABILITIES")
 
     def classify(self, texts: Sequence[str | bytes]) -> list[Prediction]:
+        if not texts:  # Triton would answer "expected 1 string elements ... got 0" to an empty batch
+            return []
         labels, probabilities = self.infer_raw(texts)
         return [
             Prediction(label=label.decode("utf-8"), probabilities=tuple(float(p) for p in row))

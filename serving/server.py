@@ -41,6 +41,10 @@ WATCHDOG = Path(__file__).with_name("watchdog.py")
 # Triton logs each failed model as one line; its message (escaped newlines, then a Python traceback)
 # ends at the first "\n". The table and shutdown lines after it push it out of any short tail.
 _LOAD_FAILURE = re.compile(r"\] \"(failed to load '[^']+' version \d+: .*?)(?:\\n|\"$)")
+# A config.pbtxt Triton cannot parse never gets that far: protobuf logs the reason (line:column, the field),
+# then Triton names the folder and file, both above the table that fills the tail.
+_CONFIG_SYNTAX = re.compile(r"Error parsing text-format inference\.ModelConfig: (.*)$")
+_POLL_FAILURE = re.compile(r"\] \"Poll failed for model directory '([^']+)': (.*?)\"?$")
 
 
 def wheel_root() -> Path:
@@ -281,12 +285,37 @@ class TritonServer:
         lines = self.log_path.read_text(errors="replace").splitlines()
         return [m.group(1) for m in map(_LOAD_FAILURE.search, lines) if m]
 
+    def config_failures(self) -> list[str]:
+        """Models whose config.pbtxt Triton could not read, each with protobuf's reason when it logged one."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        failures, reason = [], ""
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if syntax := _CONFIG_SYNTAX.search(line):
+                reason = syntax.group(1)
+            elif poll := _POLL_FAILURE.search(line):
+                failures.append(f"model '{poll.group(1)}': {poll.group(2)}{f': {reason}' if reason else ''}")
+                reason = ""
+        return failures
+
     def _failure(self, what: str) -> ServerError:
         failures = self.load_failures()
         if failures:
             what += (
                 " because models failed to load (fix or rebuild the version, or `serving pin` a good one):\n  "
                 + "\n  ".join(failures)
+            )
+            if any("for backend 'onnxruntime'" in f for f in failures):
+                what += (
+                    f"\n{self.repo} was built with --backend onnxruntime, which only NVIDIA's image has: build a "
+                    "repository for this local tritonserver with the default --backend python"
+                )
+        configs = self.config_failures()
+        if configs:
+            what += (
+                f"\nbecause Triton could not read a model's config.pbtxt (rendered by `serving build`/`pin`: undo the edit "
+                f"or render it again with `python -m serving pin {self.repo} latest`, or the pinned version; "
+                "change options with a new `serving build`):\n  " + "\n  ".join(configs)
             )
         return ServerError(f"{what}\nlast lines of its log:\n{self.log_tail()}")
 

@@ -78,6 +78,13 @@ def test_control_characters_inside_a_text_are_dropped_not_refused(client: Sentim
     assert client.classify(["thanks\x00 for the\u200b kind words"]) == client.classify([GOOD])
 
 
+def test_no_texts_is_no_answers_not_the_servers_puzzling_error(client: SentimentClient) -> None:
+    # Before: Triton's "expected 1 string elements for inference input 'TEXT' ..., got 0" (an InferenceError).
+    sent = client.attempts
+    assert client.classify([]) == []
+    assert client.attempts == sent  # nothing to ask the server
+
+
 def test_batch_over_max_batch_size_is_refused(client: SentimentClient) -> None:
     with pytest.raises(InferenceError, match="batch-size must be <= 64"):
         client.classify([GOOD] * 65)

@@ -108,6 +108,38 @@ def test_loadtest_report_has_the_contract_shape(server, tmp_path: Path) -> None:
     assert set(saved) >= {"url", "model", "results"} and saved["results"][0]["requests"] == 10
 
 
+def test_a_port_of_the_wrong_kind_is_exit_2_naming_the_port_to_pass(server, tiny_bundle: Path) -> None:
+    """Before: the HTTP client on the gRPC port (`infer --url 127.0.0.1:8001`, the loadtest example's port)
+    died in a geventhttpclient traceback, exit 1 (a wrong answer, by the README's codes); `pin --url` did
+    so after pinning the repository on disk; `check` waited its whole minute; on the metrics port the
+    error was a bare "Method Not Allowed"."""
+    import time
+
+    from serving.errors import UnavailableError
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "serving", *args], capture_output=True, text=True, timeout=120
+        )
+
+    on_grpc = cli("infer", "fine", "--url", server.grpc_url)
+    assert on_grpc.returncode == 2, on_grpc.stderr
+    assert "Traceback" not in on_grpc.stderr
+    assert f"{server.grpc_url} does not answer HTTP" in on_grpc.stderr and "--protocol grpc" in on_grpc.stderr
+    started = time.monotonic()
+    check = cli("check", "--url", server.grpc_url, "--bundle", str(tiny_bundle))
+    assert check.returncode == 2 and "is it Triton's gRPC port?" in check.stderr, check.stderr
+    assert time.monotonic() - started < 30  # not the 60 s wait for a server still starting
+    metrics_port = server.metrics_url.split("//", 1)[1].split("/", 1)[0]
+    on_metrics = cli("infer", "fine", "--url", metrics_port)
+    assert on_metrics.returncode == 2 and "metrics port" in on_metrics.stderr, on_metrics.stderr
+    with SentimentClient(server.grpc_url) as client, pytest.raises(UnavailableError, match="gRPC port"):
+        client.load_models(["sentiment"])  # what `pin --url` calls
+    grpc_on_http = SentimentClient(server.http_url, protocol="grpc", retries=0)
+    with grpc_on_http, pytest.raises(UnavailableError, match=f"is {server.http_url} its grpc port"):
+        grpc_on_http.classify(["fine"])
+
+
 def _requests_served(server: TritonServer) -> float:
     with urllib.request.urlopen(server.metrics_url, timeout=5) as resp:
         lines = resp.read().decode().splitlines()
@@ -230,6 +262,37 @@ def test_a_model_that_fails_to_load_is_named_in_the_start_error(tiny_bundle: Pat
     assert "models failed to load" in message and "`serving pin` a good one" in message
     assert "failed to load 'sentiment' version 1: " in message and "INVALID_PROTOBUF" in message
     assert "failed to load 'classifier'" not in message  # only the broken model is named
+
+
+def test_a_config_triton_cannot_parse_is_named_with_the_reason(tiny_bundle: Path, tmp_path: Path) -> None:
+    """Before: "tritonserver exited with code 1" and a log tail of tables: protobuf's reason and the file sat
+    above it. A hand-edited config (e.g. to change max_batch_size) is the usual cause."""
+    from serving.repository import build
+
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo)
+    config = repo / "sentiment" / "config.pbtxt"
+    config.write_text(config.read_text().replace("max_batch_size: 64", "max_batch_sise: 64"))
+    with pytest.raises(ServerError) as info:
+        TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
+    message = str(info.value)
+    assert f"model 'sentiment': failed to read text proto from {config.resolve()}: 4:15: " in message
+    assert 'has no field named "max_batch_sise"' in message
+    assert f"python -m serving pin {repo.resolve()} latest" in message
+
+
+def test_a_production_repository_served_locally_says_to_build_with_the_python_backend(
+    tiny_bundle: Path, tmp_path: Path
+) -> None:
+    from serving.repository import BuildOptions, build
+
+    repo = tmp_path / "models"
+    build(tiny_bundle, repo, options=BuildOptions(backend="onnxruntime"))
+    with pytest.raises(ServerError) as info:
+        TritonServer(repo, http_port=0, grpc_port=0, metrics_port=0).start()
+    message = str(info.value)
+    assert "unable to find backend library for backend 'onnxruntime'" in message
+    assert "was built with --backend onnxruntime" in message and "--backend python" in message
 
 
 def test_a_repository_path_with_spaces_is_refused_before_starting(tmp_path: Path) -> None:
