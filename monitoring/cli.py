@@ -153,6 +153,9 @@ def _drift(args: argparse.Namespace) -> int:
         if damaged:
             print(f"monitoring drift: skipped {len(damaged)} cut last line(s) in the {side} records (a writer "
                   f"killed mid-write): {', '.join(damaged[:DAMAGED_NAMED])}", file=sys.stderr)  # fmt: skip
+    if rep["current"]["excluded"]:
+        print(f"monitoring drift: judged the {rep['current']['rows']} records of the reference's model; left out "
+              f"those of others: {json.dumps(rep['current']['excluded'])}", file=sys.stderr)  # fmt: skip
     # The gauges are pushed before the report is uploaded: a bucket outage must not silence the alert. A
     # gateway outage must not lose the report either: it is uploaded, then the push error ends the job (exit 2).
     push_failed: metrics.PushError | None = None

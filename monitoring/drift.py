@@ -105,16 +105,73 @@ def summary(frame: Any, source: str) -> dict[str, Any]:
     return out
 
 
+IDENTITY = ("model", "model_version")
+"""The record fields naming the model that wrote it (monitoring/records.py)."""
+
+
+def _identity(key: Any) -> tuple[str | None, ...]:
+    """A groupby key (a scalar for one field, a tuple for more; NaN for null) as comparable strings."""
+    import pandas as pd
+
+    return tuple(None if pd.isna(v) else str(v) for v in (key if isinstance(key, tuple) else (key,)))
+
+
+def _named(fields: list[str], keys: Any) -> str:
+    return ", ".join(
+        " ".join(f"{f}={'null' if v is None else v}" for f, v in zip(fields, key, strict=True))
+        for key in sorted(keys, key=str)
+    )
+
+
+def _of_reference_model(reference: Any, current: Any, current_source: str) -> tuple[Any, dict[str, int]]:
+    """The current records written by the model the reference describes, and the others' counts by identity.
+
+    A reference's predictions and probabilities are its model's: against the records of another model (a version
+    promoted since the reference was built, another model writing to the prefix) the prediction features measure
+    the model change, not the inputs, and the verdict was published without a word. A window spanning a rollout
+    holds both: the reference's model is judged, the others are counted. Only the identity fields the reference
+    has a value for are compared: a bundle exported without a version gives the reference null while serving
+    writes Triton's version folder (serving/models/sentiment.py)."""
+    fields = [
+        f for f in IDENTITY if f in reference.columns and f in current.columns and reference[f].notna().any()
+    ]
+    if not fields:
+        return current, {}
+    known = {_identity(k) for k in reference.groupby(fields, dropna=False, sort=False).size().index}
+    grouped = current.groupby(fields, dropna=False, sort=False)
+    counts = grouped.size()
+    keys = [_identity(k) for k in counts.index]
+    sizes = dict(zip(keys, counts, strict=True))
+    excluded = {_named(fields, [key]): int(n) for key, n in sizes.items() if key not in known}
+    if not excluded:
+        return current, {}
+    if sum(excluded.values()) == len(current):
+        raise InputError(
+            f"{current_source}: every record is of {_named(fields, keys)}, the reference of {_named(fields, known)}: "
+            "drift against another model's reference measures the model change, not the inputs. Rebuild the "
+            "reference from the served model's training run (python -m monitoring reference --manifest "
+            "RUN/manifest.json --bundle RUN/export --out REF.jsonl), or pass that manifest.json as --reference"
+        )
+    keep = grouped.ngroup().isin([i for i, key in enumerate(keys) if key in known]).to_numpy()
+    return current[keep], excluded
+
+
 def compute(
     reference: Any, current: Any, *, threshold: float = DEFAULT_THRESHOLD,
     reference_source: str = "reference", current_source: str = "current",
 ) -> DriftResult:  # fmt: skip
     if not 0 < threshold <= 1:
         raise InputError(f"threshold {threshold}: must be in (0, 1] (the share of drifted features)")
+    current, excluded = _of_reference_model(reference, current, current_source)
     for frame, name in ((reference, reference_source), (current, current_source)):
         if len(frame) < 10:
+            left_out = (
+                f" ({sum(excluded.values())} of other models left out)"
+                if excluded and frame is current
+                else ""
+            )
             raise InputError(
-                f"{name}: {len(frame)} records are too few to judge drift; use a window of >= 10"
+                f"{name}: {len(frame)} records{left_out} are too few to judge drift; use a window of >= 10"
             )
     ref, cur = _prepare(reference, reference_source), _prepare(current, current_source)
     from evidently import DataDefinition, Dataset, Report  # after the checks: bad input costs no import
@@ -148,7 +205,7 @@ def compute(
         "threshold": threshold,
         "features": features,
         "reference": summary(ref, reference_source),
-        "current": summary(cur, current_source),
+        "current": summary(cur, current_source) | {"excluded": excluded},
     }
     return DriftResult(report, snapshot)
 
