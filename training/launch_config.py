@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from training import environment as envvars
+from training import launch_uris
 from training.errors import ConfigError
+from training.launch_uris import DEFAULT_CHECKPOINT_URI
 
 # Equal to infra/shape.py (SERVICE_ACCOUNTS["trainer"], POOL_SELECTORS["gpu"]): the infra is the source of
 # truth; they are copied, not imported, because the training image does not ship the Pulumi SDKs.
@@ -84,10 +86,13 @@ class LaunchConfig:
     """Training preset passed to `train --preset`."""
     overrides: tuple[str, ...] = ()
     """key=value overrides passed to `train` after the preset."""
-    checkpoint_uri: str = "s3://acme-mlp-dev-checkpoints/sentiment-train"
-    """Bucket prefix for checkpoints: a spot pod's disk dies with its node, so never a local path."""
+    checkpoint_uri: str = DEFAULT_CHECKPOINT_URI
+    """Bucket prefix for checkpoints (the stack output checkpoint_bucket_uri plus a prefix): a spot pod's disk
+    dies with its node, so never a local path, and a bucket of `cloud` (training/launch_uris.py). The default is
+    the aws dev stack's: on gcp and azure it is refused, naming the flag. An Azure stack's https:// blob URL is
+    rewritten to adlfs's az://<container>@<account>.blob.core.windows.net/..."""
     data_uri: str | None = None
-    """Dataset URI (TRAINING_DATA_URI); None: the image's bundled corpus."""
+    """Dataset URI (TRAINING_DATA_URI); None: the image's bundled corpus. A bucket must be `cloud`'s."""
     output_dir: str = "/workspace/output"
     """Output folder inside the pod (metrics, export bundle; MLflow gets the artifacts)."""
     cloud: str | None = "aws"
@@ -144,15 +149,24 @@ class LaunchConfig:
             raise ConfigError("gpus_per_node", f"must be >= 0, got {self.gpus_per_node}")
         if not self.image:
             raise ConfigError("image", "is empty: pass the training image reference")
-        if "://" not in self.checkpoint_uri:
-            raise ConfigError(
-                "checkpoint_uri",
-                f"{self.checkpoint_uri!r} is local: a spot node's disk is lost with the node; "
-                "use the checkpoints bucket (s3://, gs:// or az://)",
-            )
+        if self.cloud not in (None, "aws", "gcp", "azure"):
+            raise ConfigError("cloud", f"{self.cloud!r} is not one of aws, gcp, azure")
+        # Normalised here (the Azure stack output's https:// form), so the Job and `launch --tune` get one URI.
+        cloud, name, env = self.cloud, self.name, self.env
+        checkpoint_uri = launch_uris.checkpoint_uri(self.checkpoint_uri, cloud=cloud, name=name, env=env)
+        object.__setattr__(self, "checkpoint_uri", checkpoint_uri)
+        object.__setattr__(
+            self, "data_uri", launch_uris.data_uri(self.data_uri, cloud=cloud, name=name, env=env)
+        )
         for item in self.overrides:
             if "=" not in item:
                 raise ConfigError("overrides", f"{item!r} is not key=value")
+        # The pod runs `train --preset P OVERRIDES`: a mistyped preset or key used to render and submit, and
+        # was refused only in the pod (exit 2, the Job failed) after a GPU node scaled up and pulled the image.
+        from training import presets
+        from training.config import apply_overrides
+
+        apply_overrides(presets.get(self.preset), list(self.overrides))
         for tol in self.tolerations:
             if tol.get("effect") not in _TAINT_EFFECTS or not tol.get("key"):
                 raise ConfigError("tolerations", f"{dict(tol)} needs a key and an effect in {_TAINT_EFFECTS}")
@@ -169,8 +183,6 @@ class LaunchConfig:
                 "mlflow_secret",
                 f"{self.mlflow_secret!r} is not a Secret name (lowercase a-z, 0-9, '-', '.'; at most 253)",
             )
-        if self.cloud not in (None, "aws", "gcp", "azure"):
-            raise ConfigError("cloud", f"{self.cloud!r} is not one of aws, gcp, azure")
         if self.rdzv_join_timeout_s <= 0:
             raise ConfigError("rdzv_join_timeout_s", f"must be > 0, got {self.rdzv_join_timeout_s}")
         if self.max_preemptions < 0:

@@ -17,7 +17,7 @@ from training import accel, distributed, features, preemption
 from training import checkpoint as ckpt
 from training import state as state_mod
 from training.config import RunConfig
-from training.errors import Preempted, StorageUnavailable
+from training.errors import Preempted, StorageAccessDenied, StorageUnavailable
 from training.evaluate import validate
 from training.state import State
 from training.tracking import Tracker
@@ -167,13 +167,15 @@ def run_loop(
                     scores = validate(
                         config, dist, raw_model, encoded, pad_id, autocast, store, state, tracker
                     )
-                except StorageUnavailable:
-                    # The best weights could not be stored: keep the run's state on local disk, then exit 69.
+                except (StorageUnavailable, StorageAccessDenied) as exc:
+                    # The best weights could not be stored: keep the run's state on local disk, then exit 69
+                    # (an outage) or 2 (a refusal).
                     if rescue is not None and dist.is_main:
                         state_mod.save(
                             rescue, config, dist, raw_model, optimizer, scheduler, scaler, state, manifest_sha,
                             wall_start, solo=True,
                         )  # fmt: skip
+                        state_mod.kept_locally(exc, rescue, ckpt.step_name(state.step))
                     raise
                 wants_stop = bool(
                     hooks.on_evaluate and dist.is_main and hooks.on_evaluate(state.step, scores)

@@ -5,7 +5,8 @@ policies), but over seconds, not over the minute a regional blip or a throttling
 operation of the checkpoint store and of the data reader goes through ``call``: a transient error (a
 refused or reset connection, a timeout, a 5xx/429) is retried with random exponential waits until
 TRAINING_STORAGE_RETRY_S have passed, then ``StorageUnavailable`` (exit 69) names the URI and the cause.
-Errors that retrying cannot fix (missing object, access denied, bad request) are raised at once.
+Errors that retrying cannot fix (missing object, access denied, bad request) are raised at once; a refusal
+(no credentials, access denied) as ``StorageAccessDenied`` (exit 2) naming the URI and what to set.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from training.errors import StorageUnavailable
+from training.errors import StorageAccessDenied, StorageUnavailable
 
 log = logging.getLogger("training")
 T = TypeVar("T")
@@ -37,6 +38,25 @@ _TRANSIENT_NAMES = (
     "RetryError",  # gcsfs gave up its own retries
 )
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+# Refusals: the store answered, but not to these credentials. botocore's credential errors are no OSError, so
+# they escaped as a traceback (exit 1) at the first read or listing; they are exit 2 with the fix instead.
+_CREDENTIAL_NAMES = (
+    "NoCredentialsError",  # botocore: nothing in the environment, ~/.aws or the instance/pod identity
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "NoAuthTokenError",
+    "DefaultCredentialsError",  # google-auth (gcsfs)
+    "RefreshError",
+    "ClientAuthenticationError",  # azure-core (adlfs): bad key or token, 401/403
+    "CredentialUnavailableError",  # azure-identity
+)
+_REFUSED_STATUS = {401, 403}
+CREDENTIALS_FIX = (
+    "give this machine credentials allowed to use it (AWS: AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE; GCP: GOOGLE_APPLICATION_CREDENTIALS; Azure: "
+    "AZURE_STORAGE_CONNECTION_STRING; on the cluster: the trainer service account's workload identity), "
+    "or fix the URI"
+)
 
 
 def object_store(uri: str) -> bool:
@@ -71,6 +91,22 @@ def is_transient(exc: BaseException) -> bool:
             return True
     # s3fs maps botocore errors to OSError subclasses; a bare OSError from a backend is an I/O failure.
     return type(exc) is OSError
+
+
+def refusal(exc: BaseException) -> str | None:
+    """What the store refused (missing or rejected credentials, no permission), or None for any other error."""
+    for err in (exc, exc.__cause__, exc.__context__):
+        if err is None:
+            continue
+        name = type(err).__name__
+        if name in _CREDENTIAL_NAMES:
+            return f"no usable credentials ({name}: {err})"
+        if isinstance(err, PermissionError):
+            return f"access denied ({err})"
+        status = getattr(err, "code", None) or getattr(err, "status_code", None)
+        if isinstance(status, int) and status in _REFUSED_STATUS:
+            return f"access denied (HTTP {status}: {err})"
+    return None
 
 
 def budget_s() -> float:
@@ -111,4 +147,7 @@ def call(uri: str, operation: str, fn: Callable[..., T], *args: Any, **kwargs: A
     except Exception as exc:
         if is_transient(exc):
             raise StorageUnavailable(uri, operation, exc, time.monotonic() - started) from exc
+        problem = refusal(exc)
+        if problem is not None:
+            raise StorageAccessDenied(uri, operation, problem, CREDENTIALS_FIX) from exc
         raise

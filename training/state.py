@@ -20,7 +20,7 @@ import numpy as np
 from training import accel, distributed, rerun
 from training import checkpoint as ckpt
 from training.config import RunConfig
-from training.errors import ConfigError, DataError, StorageUnavailable
+from training.errors import ConfigError, DataError, StorageAccessDenied, StorageUnavailable
 from training.resume_checks import check_batch_order, check_world_size, data_difference
 
 log = logging.getLogger("training")
@@ -243,6 +243,14 @@ def resume(
     return state
 
 
+def kept_locally(exc: Exception, rescue: ckpt.Store, name: str) -> None:
+    """Say where checkpoint `name` was kept after the object store failed (`exc`) to take it."""
+    if isinstance(exc, StorageAccessDenied):
+        exc.kept_at = f"{rescue.uri}/{name}"  # in the error itself: exit 2 is read as "nothing to resume"
+    else:
+        log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
+
+
 def save(
     store: ckpt.Store,
     config: RunConfig,
@@ -260,8 +268,9 @@ def save(
 ) -> float:
     """Write a full checkpoint (every rank calls this); returns the seconds it took.
 
-    When the object store stays unavailable past the retries, the checkpoint goes to ``rescue`` (local
-    disk) instead and StorageUnavailable (exit 69) propagates; the next run uploads it first. ``solo``:
+    When the object store stays unavailable past the retries (StorageUnavailable, exit 69) or refuses it
+    (StorageAccessDenied, exit 2), the checkpoint goes to ``rescue`` (local disk) instead and the error
+    propagates; the next run uploads it first. ``solo``:
     this rank alone writes (no gather, no pruning), for a rescue save after a failure outside ``save``.
     """
     t0 = time.monotonic()
@@ -299,13 +308,15 @@ def save(
             ckpt.prune(store, config.checkpoint.keep_last, required=REQUIRED_FILES)
             if state.best_step is not None:  # a best folder no kept checkpoint records any more
                 ckpt.prune_best(store, state.best_step)
-    except StorageUnavailable:
+    except (StorageUnavailable, StorageAccessDenied) as exc:
+        # A refusal mid-run (credentials expired or revoked after the start's write check) loses the same steps
+        # as an outage does: both keep them. The refusal is exit 2, not 69: a retried pod is refused again.
         if rescue is not None and dist.is_main:
             # Rank 0's files only (peers may be gone, so no gather): enough to resume, exactly on one process.
             # Every local rank shares this folder; another rank's manifest would replace rank 0's.
             meta = {"step": state.step, "best_step": state.best_step}
             ckpt.write_checkpoint(rescue, name, files, meta=meta, is_main=True)
-            log.error("%s kept on local disk at %s/%s; rerun once the store is back", name, rescue.uri, name)
+            kept_locally(exc, rescue, name)
         raise
     seconds = time.monotonic() - t0
     log.info("checkpoint %s/%s saved in %.2f s", store.uri, name, seconds)

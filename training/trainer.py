@@ -124,6 +124,13 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
     np.random.seed(config.seed + dist.rank)
     torch.manual_seed(config.seed + dist.rank)
 
+    # Before the data and the model: a checkpoint bucket that is missing or refuses us is exit 2 now, not a
+    # traceback at the first save after the steps before it were paid for.
+    ckpt_uri = config.checkpoint.uri or env.TRAINING_CHECKPOINT_URI.get() or str(output / "checkpoints")
+    store = ckpt.Store(ckpt_uri)
+    store.check_writable()
+    rescue = state_mod.rescue_store(store, output)
+
     # --- data ----------------------------------------------------------------------------
     dataset = data.load(config.data)
     tokenizer = load_tokenizer(config.model)
@@ -159,9 +166,6 @@ def _run(config: RunConfig, output: Path, dist: distributed.Dist, wall_start: fl
     autocast = accel.autocast_factory(config, dist.device)
 
     # --- resume ------------------------------------------------------------------------------
-    ckpt_uri = config.checkpoint.uri or env.TRAINING_CHECKPOINT_URI.get() or str(output / "checkpoints")
-    store = ckpt.Store(ckpt_uri)
-    rescue = state_mod.rescue_store(store, output)
     state = State()
     if config.checkpoint.resume:
         state = (

@@ -293,7 +293,9 @@ def test_the_rendered_training_job_points_the_trainer_at_the_stacks_pushgateway(
     from infra.k8s.monitoring import PUSHGATEWAY_URL
     from training.launch import LaunchConfig, render_job
 
-    job = render_job(LaunchConfig(name="sentiment-7", cloud=cloud))
+    # launch refuses a checkpoint bucket of another cloud (the aws default on gcp/azure).
+    uri = {"aws": "s3://b/r", "gcp": "gs://b/r", "azure": "az://c@acct.blob.core.windows.net/r"}[cloud]
+    job = render_job(LaunchConfig(name="sentiment-7", cloud=cloud, checkpoint_uri=uri))
     (container,) = job["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
     # The Service every stack's Prometheus chart runs (infra), and the Job's own name: the label that
@@ -301,6 +303,6 @@ def test_the_rendered_training_job_points_the_trainer_at_the_stacks_pushgateway(
     assert env["MONITORING_PUSHGATEWAY_URL"] == PUSHGATEWAY_URL
     assert env["MONITORING_JOB_NAME"] == job["metadata"]["name"] == "sentiment-7"
     assert re.fullmatch(r"[a-z0-9-]+", env["MONITORING_JOB_NAME"])
-    off = render_job(LaunchConfig(name="sentiment-7", cloud=cloud, pushgateway_url=None))
+    off = render_job(LaunchConfig(name="sentiment-7", cloud=cloud, checkpoint_uri=uri, pushgateway_url=None))
     names = {e["name"] for e in off["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert not names & {"MONITORING_PUSHGATEWAY_URL", "MONITORING_JOB_NAME"}

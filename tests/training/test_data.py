@@ -206,3 +206,33 @@ def test_epoch_batches_shard_and_reshuffle() -> None:
     bucketed = epoch_batches(100, 10, epoch=0, seed=0, lengths=lengths)
     assert sorted(i for b in bucketed for i in b) == list(range(100))
     assert all(b == sorted(b) for b in bucketed)  # each batch holds neighbours in length
+
+
+def test_dropped_rows_are_announced_with_their_labels(csv_file, real_rows, caplog) -> None:  # noqa: ANN001
+    """A mistyped label ("Postive") took its rows out of training with nothing but a count in manifest.json: the
+    warning names the values and the fix, on the first load and on a cache hit alike."""
+    rows = [(t, "Postive" if lab == "positive" and i % 2 else lab) for i, (t, lab) in enumerate(real_rows)]
+    rows[0] = ("", "negative")
+    config = DataConfig(source=str(csv_file(rows)))
+    for expected_cache in ("miss", "hit"):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="training"):
+            assert data.load(config).stats["split_cache"] == expected_cache
+        dropped = sum(lab == "Postive" for _, lab in rows)
+        messages = [r.getMessage() for r in caplog.records]
+        assert any(
+            f"{dropped} of {len(rows)} rows dropped" in m
+            and f"'Postive' x{dropped}" in m
+            and "data.labels" in m
+            for m in messages
+        ), messages
+        assert any("1 of 300 rows dropped: empty text in column 'text'" in m for m in messages), messages
+
+
+def test_an_empty_text_column_is_named_as_such(csv_file, real_rows) -> None:  # noqa: ANN001
+    """It used to say that no row had a known label and to set data.labels or data.label_column."""
+    path = csv_file([("", lab) for _, lab in real_rows])
+    with pytest.raises(
+        DataError, match=r"has an empty text \(300 rows\) in column 'text'; set data.text_column"
+    ):
+        data.load(DataConfig(source=str(path)))

@@ -14,6 +14,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -118,6 +119,10 @@ def test_defaults_equal_the_infra_outputs() -> None:
         ({"shutdown_timeout_s": 40}, "shutdown_timeout_s"),
         ({"cloud": "ibm"}, "cloud"),
         ({"tolerations": ({"key": "x", "effect": "Sometimes"},)}, "tolerations"),
+        # Judged by `train`'s own presets and config here: rendered, they failed only in the pod on a GPU node.
+        ({"preset": "smok"}, "preset"),
+        ({"overrides": ("optim.lrr=3e-5",)}, "optim.lrr"),
+        ({"overrides": ("epochs=two",)}, "epochs"),
     ],
 )
 def test_bad_launch_config_names_the_field(kwargs: dict, field: str) -> None:
@@ -147,7 +152,8 @@ def _cli(argv: list[str]) -> int:
 def test_cli_renders_yaml_with_flags(capsys: pytest.CaptureFixture[str]) -> None:
     code = _cli(
         ["launch", "--nodes", "2", "--image", "r.example/training:1.0", "--node-selector", "pool=a100",
-         "--toleration", "spot=true:NoSchedule", "--cloud", "gcp", "data.max_train_rows=100"]
+         "--toleration", "spot=true:NoSchedule", "--cloud", "gcp", "data.max_train_rows=100",
+         "--checkpoint-uri", "gs://acme-mlp-gcp-dev-checkpoints/sentiment-train"]
     )  # fmt: skip
     assert code == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
@@ -166,6 +172,22 @@ def test_cli_renders_yaml_with_flags(capsys: pytest.CaptureFixture[str]) -> None
 def test_cli_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert _cli(["launch", "--checkpoint-uri", "ckpt/"]) == 2
     assert "checkpoint_uri" in capsys.readouterr().err
+
+
+def test_a_mistyped_preset_or_override_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "job.yaml"
+    for argv in (
+        ["--preset", "smok"],
+        ["optim.lrr=3e-5"],
+        ["--tune", "--preset", "smok"],
+        ["--tune", "epoch=3"],
+    ):
+        assert _cli(["launch", "--image", "r.example/training:1.0", "--out", str(out), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert "unknown preset 'smok'; choose one of smoke" in err or "unknown key; known here:" in err, err
+    assert not out.exists()
 
 
 class _FakeApiServer(BaseHTTPRequestHandler):
@@ -327,7 +349,10 @@ def test_job_fits_each_clouds_rendered_gpu_pool_and_identity(rendered_plans: dic
     """Checked against that cloud's plan (its pool taints, its trainer identity), not against the base pool."""
     plan = rendered_plans[stack]
     outputs = plan["outputs"]
-    cfg = launch.LaunchConfig(cloud=plan["cloud"])
+    # As the README says to launch on that stack: its own checkpoints bucket (refused on another cloud).
+    cfg = launch.LaunchConfig(
+        cloud=plan["cloud"], checkpoint_uri=f"{outputs['checkpoint_bucket_uri']}/sentiment-train"
+    )
     _, job = launch.render(cfg)
     pod = job["spec"]["template"]
     spec = pod["spec"]
@@ -344,6 +369,15 @@ def test_job_fits_each_clouds_rendered_gpu_pool_and_identity(rendered_plans: dic
     assert spec["serviceAccountName"] == outputs["trainer_service_account"]
     assert job["metadata"]["namespace"] == outputs["trainer_namespace"]
     assert outputs["trainer_pod_labels"].items() <= pod["metadata"]["labels"].items()
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    # Azure: https://<account>.blob.core.windows.net/<container>
+    bucket = urlparse(outputs["checkpoint_bucket_uri"])
+    expected = {
+        "aws": f"s3://{bucket.netloc}/sentiment-train",
+        "gcp": f"gs://{bucket.netloc}/sentiment-train",
+        "azure": f"az://{bucket.path.strip('/')}@{bucket.netloc}/sentiment-train",  # the form adlfs reads
+    }[plan["cloud"]]
+    assert env["TRAINING_CHECKPOINT_URI"] == expected
     if plan["cloud"] == "azure":  # the AKS spot taint and the workload-identity label are really there
         assert {"kubernetes.azure.com/scalesetpriority", "nvidia.com/gpu"} <= {
             t["key"] for t in spec["tolerations"]
