@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from containers import buildah, docker_engine, localbase, requirements, sbom, wheelhouse
 from containers.errors import ContainerError
-from containers.model_repository import MODEL_REPOSITORY_CONTEXT, prepare_model_repository
-from containers.provenance import BUILD_KEY_LABEL, build_key, git_metadata, tree_digest
-from containers.publish import IMAGES, check_target, push, registry_repositories
+from containers.model_repository import MODEL_REPOSITORY_CONTEXT, model_inputs, prepare_model_repository
+from containers.provenance import BUILD_KEY_LABEL, build_key, git_metadata
+from containers.publish import IMAGES, check_registry, check_target, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
 
 if TYPE_CHECKING:
@@ -334,11 +334,13 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 "containers.build: NVIDIA's bases are not at hand: local stand-ins (containers.localbase)",
                 file=sys.stderr,
             )
+    requirements.check_current(args.only or IMAGES)
     repos = registry_repositories(args.stack, args.registry) if args.push else {}
     version = compute()
-    for repository in repos.values():
-        # Before minutes of building: a target the push would refuse anyway.
-        check_target(repository, version.on_local_base("0" * 8) if base == "local" else version)
+    for image in (args.only or IMAGES) if args.push else ():
+        # Before minutes of building: a target the push would refuse, a registry down or refusing this machine.
+        check_target(repos[image], version.on_local_base("0" * 8) if base == "local" else version)
+        check_registry(repos[image], version.tag)
     epoch = git_metadata()["SOURCE_DATE_EPOCH"]
     entries: dict[str, dict[str, Any]] = {}
     for image in args.only or IMAGES:
@@ -355,7 +357,9 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 model_version=args.model_version,
                 backend=backend,
             )
-            model_tree = tree_digest(REPO_ROOT / MODEL_REPOSITORY_CONTEXT)
+            model_tree = model_inputs(
+                bundle=args.bundle, model_repository=args.model_repository, backend=backend
+            )
             image_version = version.for_model(labels["model_version"])
             spec_args = {
                 "MODEL_REPOSITORY": MODEL_REPOSITORY_CONTEXT,
@@ -366,6 +370,8 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         key = build_key(image, image_version, base_digest=base_digest, model_tree=model_tree)
         if base == "local":
             image_version = image_version.on_local_base(key)  # never a production tag
+        if args.push:
+            check_registry(repos[image], image_version.tag, key)  # a tag the push would refuse to move
         # Local bases run the host's Python: hand the build the host's wheels and keep it offline.
         offline = base == "local"
         wheelhouse.prepare(image, empty=not offline)

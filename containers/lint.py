@@ -11,7 +11,9 @@
 - Project rules neither tool can check through `FROM ${BASE_IMAGE}`: the BASE_IMAGE default is
   NVIDIA's registry pinned by digest; the final stage runs as a numeric non-root user; the OCI
   labels are set; no build argument, variable or label looks like a credential (labels are in the
-  image config: anyone who can pull the image reads them).
+  image config: anyone who can pull the image reads them); no line holds a token in a format
+  Checkov's offline detectors miss (GitHub ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_, GitLab glpat-,
+  Hugging Face hf_).
 """
 
 from __future__ import annotations
@@ -44,6 +46,18 @@ _SECRET_NAME = re.compile(
 )
 # `password=...` or `token: ...` inside a label value: a credential pasted as text.
 _SECRET_ASSIGNMENT = re.compile(_SECRET_NAME.pattern + r"[\w.-]*\s*[=:]\s*[^\s$]", re.I)
+# Token formats Checkov's offline secrets detectors do not know (checked with checkov 3.3.30: an ENV holding
+# any of these passed; its AWS key id and private key detectors do fire). Formats as their issuers publish
+# them (and gitleaks' rules): a fixed prefix and a fixed length, so text that only mentions a prefix passes.
+_TOKEN_FORMATS = (
+    ("GitHub token", re.compile(r"(?<![A-Za-z0-9_])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![A-Za-z0-9_])")),
+    (
+        "GitHub fine-grained token",
+        re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{82}(?![A-Za-z0-9_])"),
+    ),
+    ("GitLab token", re.compile(r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{20}(?![A-Za-z0-9_-])")),
+    ("Hugging Face token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z]{34}(?![A-Za-z0-9_])")),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +186,24 @@ def project_rules(path: Path) -> list[Finding]:
         if keyword == "LABEL":
             for message in _label_secrets(args):
                 add("no-secrets", number, message)
+    for number, kind in token_formats(path.read_text()):
+        add(
+            "no-secrets",
+            number,
+            f"a {kind} is written in the Dockerfile: it lands in the image (history, config or a layer) and in "
+            "git; revoke it, then pass it at run time",
+        )
     return findings
+
+
+def token_formats(text: str) -> list[tuple[int, str]]:
+    """(line, kind) of every known token format on any line, comments and continuation lines included."""
+    return [
+        (number, kind)
+        for number, line in enumerate(text.splitlines(), 1)
+        for kind, pattern in _TOKEN_FORMATS
+        if pattern.search(line)
+    ]
 
 
 def _label_secrets(args: str) -> list[str]:

@@ -53,6 +53,23 @@ def prepare_model_repository(
     return _model_labels(target, int(served)) | _bundle_label(bundle)
 
 
+def model_inputs(*, bundle: Path | None, model_repository: Path | None, backend: str) -> str:
+    """What the baked model is made from, for the build key: the bytes of --model-repository, or of --bundle
+    with the classifier backend, or, for the tiny model, the backend alone (its code and seed are in the
+    source revision).
+
+    Not the repository `serving build` writes: it stamps the time it ran (repository.json) and leaves its
+    lock file with its pid, so the same bundle keyed differently on every build, and a rebuild of the same
+    commit was refused as "built from other inputs" (locally, and by the registry on a CI rerun)."""
+    from containers.provenance import tree_digest
+
+    if model_repository is not None:
+        return "repository:" + tree_digest(model_repository)
+    if bundle is not None:
+        return f"bundle:{backend}:" + tree_digest(bundle)
+    return f"tiny:{backend}"
+
+
 def _bundle_label(bundle: Path | None) -> dict[str, str]:
     """sha256 of the bundle's metadata.json bytes: what promotion's `image-carries-bundle` gate
     compares with the candidate it judges (unknown for a ready-made --model-repository)."""

@@ -59,7 +59,8 @@ def public_source_url(remote: str) -> str:
 
 def build_key(image: str, version: Version, *, base_digest: str, model_tree: str | None = None) -> str:
     """sha256 over everything that makes the image: the base's digest, the lock files, the
-    source revision (with the dirty hash), the model version and the model repository's bytes."""
+    source revision (with the dirty hash), the model version and what the model is made from
+    (`model_repository.model_inputs`)."""
     digest = hashlib.sha256()
     parts = {
         "image": image,

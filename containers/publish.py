@@ -80,6 +80,33 @@ def _registry_tag(repository_url: str, tag: str) -> tuple[str, str] | None:
     return digest, str(labels.get(BUILD_KEY_LABEL, ""))
 
 
+def _check_tag_free(repository_url: str, tag: str, build_key: str | None) -> tuple[str, str] | None:
+    """What the registry holds under `tag`; refused when it was built from other inputs than `build_key`."""
+    existing = _registry_tag(repository_url, tag)
+    if existing is not None and existing[1] != build_key:
+        raise ContainerError(
+            f"{repository_url}:{tag} already names {existing[0]}, built from other inputs (build key "
+            f"{existing[1][:12] or 'none'} != {str(build_key)[:12]}): tags never move; commit "
+            "the change (a new version) or delete that tag from the registry"
+        )
+    return existing
+
+
+def check_registry(repository_url: str, tag: str, build_key: str | None = None) -> None:
+    """Before anything is built: the registry answers and lets this machine read (the confirmation after the
+    push reads it the same way), and, given the build key, `tag` does not already name other inputs.
+
+    A registry that is down, a wrong address or a refused login otherwise surfaces only at the push, after
+    minutes of building (and a refused read, after the push, with no record written)."""
+    try:
+        if build_key is None:
+            _registry_tag(repository_url, tag)
+        else:
+            _check_tag_free(repository_url, tag, build_key)
+    except ContainerError as err:
+        raise ContainerError(f"{err}. Nothing was built: fix this, then run the build again") from None
+
+
 def push(
     entry: dict[str, Any], repository_url: str, version: Version, *, builder: Builder, client: Any
 ) -> None:
@@ -91,13 +118,8 @@ def push(
     second push of a tag even with the same bytes) and refused when it carries another."""
     check_target(repository_url, version)
     tag = entry["version"]
-    existing = _registry_tag(repository_url, tag)
-    if existing is not None and existing[1] != entry.get("build_key"):
-        raise ContainerError(
-            f"{repository_url}:{tag} already names {existing[0]}, built from other inputs (build key "
-            f"{existing[1][:12] or 'none'} != {str(entry.get('build_key'))[:12]}): tags never move; commit "
-            "the change (a new version) or delete that tag from the registry"
-        )
+    # Asked again: check_registry ran minutes ago, and another build may have pushed this tag since.
+    existing = _check_tag_free(repository_url, tag, entry.get("build_key"))
     if existing is not None:
         digest = existing[0]  # the same inputs are already there: reuse, do not push again
     elif builder == "buildah":

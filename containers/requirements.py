@@ -26,6 +26,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from containers.errors import ContainerError
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOCK = REPO_ROOT / "requirements/lock.txt"
 
@@ -135,6 +137,39 @@ def render(image: str, lock: Path = LOCK) -> str:
         "# a file whose sha256 the lock does not list (a swapped index artifact, a tampered wheel) is refused.",
     ]
     return "\n".join([*header, *(entry(n, pins[n], hashes[n]) for n in names)]) + "\n"
+
+
+def stale(image: str, lock: Path | None = None) -> list[str]:
+    """What in `containers/<image>/requirements.txt` the lock no longer says (a pin, a missing or changed hash),
+    each with its fix; empty when it is current. Read from both files alone: no virtualenv needed.
+
+    Without it, a build after `make lock` alone installs the old pins (on a local base, its wheels then fail the
+    hash check with a message about the wheel cache)."""
+    lock = lock or LOCK
+    pins, hashes = lock_pins(lock), lock_hashes(lock)
+    path = path_for(image)
+    wanted, wanted_hashes = lock_pins(path), lock_hashes(path)
+    regenerate = f"run `python -m containers.requirements` to regenerate {path.relative_to(REPO_ROOT)}"
+    out: list[str] = []
+    for name, version in sorted(wanted.items()):
+        if name not in pins:
+            out.append(f"{name}=={version} is not in {lock.name}: {regenerate}")
+        elif not hashes.get(name):
+            out.append(
+                f"{name}=={pins[name]} has no --hash in {lock.name}: run `make lock` to re-pin it with hashes"
+            )
+        elif pins[name] != version:
+            out.append(f"{name}=={version}, but {lock.name} pins {pins[name]}: {regenerate}")
+        elif sorted(wanted_hashes.get(name, [])) != sorted(hashes[name]):
+            out.append(f"{name}=={version} carries other hashes than {lock.name}: {regenerate}")
+    return out
+
+
+def check_current(images: Iterable[str]) -> None:
+    """Refuse a build whose requirement files the lock no longer backs (`stale`), naming each fix."""
+    found = [line for image in images for line in stale(image)]
+    if found:
+        raise ContainerError("the image requirements do not match the lock:\n  " + "\n  ".join(found))
 
 
 def entry(name: str, version: str, hashes: Iterable[str]) -> str:

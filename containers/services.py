@@ -112,20 +112,24 @@ def docker_daemon(workdir: Path, *, timeout: float = 60, driver: str | None = No
 
 
 @contextlib.contextmanager
-def oci_registry(workdir: Path, *, timeout: float = 30) -> Iterator[str]:
-    """Start distribution's registry on a free 127.0.0.1 port; yield `127.0.0.1:PORT`."""
+def oci_registry(workdir: Path, *, timeout: float = 30, htpasswd: Path | None = None) -> Iterator[str]:
+    """Start distribution's registry on a free 127.0.0.1 port; yield `127.0.0.1:PORT`.
+
+    `htpasswd`: a file of `user:bcrypt-hash` lines; the registry then answers 401 to anyone else."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "registry.yml"
+    auth = f"auth:\n  htpasswd:\n    realm: eu-ml-platform-test\n    path: {htpasswd}\n" if htpasswd else ""
 
     def command(port: int) -> list[str]:
-        config.write_text(REGISTRY_CONFIG.format(root=workdir / "storage", port=port))
+        config.write_text(REGISTRY_CONFIG.format(root=workdir / "storage", port=port) + auth)
         return ["docker-registry", "serve", str(config)]
 
     proc, port = start_on_free_port(
         command,
         workdir / "registry.log",
         "docker-registry",
-        http_ok("/v2/"),
+        # With auth /v2/ answers 401 to the probe: that it listens is enough.
+        http_ok("/v2/") if htpasswd is None else None,
         timeout_s=timeout,
         error=ContainerError,
     )

@@ -62,6 +62,68 @@ def test_project_rules_catch(tmp_path: Path, old: str, new: str, rule: str) -> N
     assert rule in _rules(path)
 
 
+# Made-up tokens in each issuer's published format (prefix, alphabet, length).
+GITHUB_CLASSIC = "ghp_" + "R2x9kQ7vLm4TzP8wYc3NbF6hJd1sAe5uVo0G"
+GITHUB_FINE_GRAINED = "github_pat_" + "11ABCDEFG0aB3dE5gH7jK9" + "_" + "x7" * 29 + "Q"
+HUGGING_FACE = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH"
+GITLAB = "glpat-" + "a1B2c3D4e5F6g7H8i9J0"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"ENV GH={GITHUB_CLASSIC}",  # a variable name that says nothing
+        f'ARG PAT="{GITHUB_FINE_GRAINED}"',
+        f"RUN git clone https://{GITHUB_CLASSIC}@github.com/acme/private.git /src",
+        f'LABEL note="hub {HUGGING_FACE}"',
+        f"# pushed with {GITLAB}",  # a comment: not in the image, but in git
+        f"ENV A=1 \\\n    B={GITHUB_CLASSIC}",  # a continuation line
+    ],
+)
+def test_project_rules_catch_known_token_formats(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(GOOD_FINAL.replace("USER 10001", line + "\nUSER 10001"))
+    findings = [f for f in lint.project_rules(path) if f.rule == "no-secrets"]
+    assert findings, line
+    assert all(GITHUB_CLASSIC not in f.message and HUGGING_FACE not in f.message for f in findings)
+
+
+def test_text_that_only_mentions_a_token_prefix_passes(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    extra = (
+        "# the pod reads ghp_... or github_pat_... tokens from its secret, never from here\n"
+        "ENV HF_HUB_OFFLINE=1 PIP_NO_CACHE_DIR=1\n"
+        'LABEL eu.ml-platform.tokenizer.sha256="' + "a" * 64 + '"\n'
+    )
+    path.write_text(GOOD_FINAL.replace("USER 10001", extra + "USER 10001"))
+    assert lint.project_rules(path) == []
+
+
+def test_the_scan_catches_each_credential_format(tmp_path: Path) -> None:
+    """What a security reviewer tries first, through the whole scan (one Checkov run): GitHub tokens by the
+    project rule, an AWS access key id and a private key by Checkov's detectors."""
+    values = {
+        "ghp": f"ENV GH={GITHUB_CLASSIC}",
+        "github_pat": f"ENV GH={GITHUB_FINE_GRAINED}",
+        "akia": "ENV KEY_ID=AKIAQ3RZ7MBX2KD4WTLN",
+        "private_key": 'ENV K="-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA7\\n-----END RSA PRIVATE KEY-----"',
+    }
+    files = {}
+    for name, line in values.items():
+        (tmp_path / name).mkdir()
+        files[name] = tmp_path / name / "Dockerfile"
+        files[name].write_text(GOOD_FINAL.replace("USER 10001", line + "\nUSER 10001"))
+    findings = lint.lint(list(files.values()))
+    secret_rules = {"no-secrets", "CKV_SECRET_2", "CKV_SECRET_13"}
+    caught = {
+        name
+        for name, path in files.items()
+        for f in findings
+        if f.rule in secret_rules and Path(f.file).resolve() == path.resolve()
+    }
+    assert caught == set(values), [str(f) for f in findings]
+
+
 def test_labels_that_only_mention_tokenizers_or_keys_are_not_credentials(tmp_path: Path) -> None:
     path = tmp_path / "Dockerfile"
     extra = (

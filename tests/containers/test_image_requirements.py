@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from containers import requirements, wheelhouse
 
 
@@ -113,11 +115,68 @@ def test_pip_installs_the_rendered_format_and_refuses_a_file_the_lock_does_not_l
 
 
 def test_the_wheelhouse_refuses_a_wheel_the_lock_has_no_hash_for(tmp_path: Path) -> None:
-    import pytest
-
     from containers.errors import ContainerError
 
     name, version = next(iter(wheelhouse.pins("serving").items()))
     _wheel(tmp_path, b"x").rename(tmp_path / f"{name.replace('-', '_')}-{version}-py3-none-any.whl")
     with pytest.raises(ContainerError, match="not a file the lock .* has a hash for"):
         wheelhouse._check_hashes(tmp_path)
+
+
+def _edited_lock(tmp_path: Path, name: str, *, version: str | None = None, drop_hashes: bool = False) -> Path:
+    """A copy of the lock with `name` re-pinned to `version` (hashes of another release) or its hashes dropped."""
+    import re
+
+    pinned = requirements.lock_pins()[name]
+    text = requirements.LOCK.read_text()
+    block = re.search(rf"^{re.escape(name)}==[^\n]*(?:\n[ \t]+--hash=[^\n]*)*", text, re.M | re.I)
+    assert block is not None, name
+    if drop_hashes:
+        new = f"{name}=={pinned}"
+    else:
+        new = f"{name}=={version} \\\n    --hash=sha256:{hashlib.sha256(b'another release').hexdigest()}"
+    path = tmp_path / "lock.txt"
+    path.write_text(text[: block.start()] + new + text[block.end() :])
+    return path
+
+
+def test_a_build_after_make_lock_alone_is_refused_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make lock` bumped numpy, `python -m containers.requirements` was forgotten: the build would install the
+    old pin (on a local base its wheel then failed the hash check with advice about the wheel cache)."""
+    from containers import build
+
+    def reached(*_: object, **__: object) -> None:
+        raise AssertionError("the build started with requirements the lock no longer pins")
+
+    monkeypatch.setattr(build, "_base", reached)
+    monkeypatch.setattr(build, "build_image", reached)
+    record, lock = tmp_path / "record.json", requirements.LOCK
+    argv = [
+        "--only",
+        "serving",
+        "--builder",
+        "buildah",
+        "--base",
+        "local",
+        "--no-smoke",
+        "--record",
+        str(record),
+    ]
+
+    monkeypatch.setattr(requirements, "LOCK", _edited_lock(tmp_path, "numpy", version="9.9.9"))
+    assert build.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "numpy==1.26.4, but lock.txt pins 9.9.9" in err and "python -m containers.requirements" in err, err
+
+    # A lock entry that lost its hashes: pip --require-hashes would refuse the whole install inside the build.
+    monkeypatch.setattr(requirements, "LOCK", _edited_lock(tmp_path, "numpy", drop_hashes=True))
+    assert build.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "numpy==1.26.4 has no --hash in lock.txt" in err and "make lock" in err, err
+    assert not record.exists()
+    # The current lock passes this check: the build is reached.
+    monkeypatch.setattr(requirements, "LOCK", lock)
+    with pytest.raises(AssertionError, match="the build started"):
+        build.main(argv)

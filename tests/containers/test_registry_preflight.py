@@ -1,0 +1,152 @@
+"""`containers.build --push` asks the registry before it builds anything: a registry that is down, one that
+refuses this machine, and a tag that already names an image built from other inputs each end the build at once,
+with exit 1 and a message naming the registry, instead of after minutes of building (or, for a refused read,
+after the push, with no record written).
+
+Real registries (distribution 2.8 on free 127.0.0.1 ports, one with htpasswd auth), the real entry point; the
+build itself is replaced by a guard that fails the test if it is reached.
+"""
+
+from __future__ import annotations
+
+import base64
+import crypt  # bcrypt hashes for the registry's htpasswd file (Python 3.11: deprecated, still present)
+import json
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from containers import build, buildah, publish, services
+from containers.provenance import BUILD_KEY_LABEL
+from containers.version import Version
+from localservers import free_port
+
+pytestmark = pytest.mark.integration
+
+VERSION = Version("0.1.0", "abc1234")
+
+
+@pytest.fixture(autouse=True)
+def _needs_tools() -> None:
+    if os.geteuid() != 0 or shutil.which("buildah") is None or shutil.which("docker-registry") is None:
+        pytest.skip("needs root, buildah and docker-registry (apt-get install -y buildah docker-registry)")
+
+
+@pytest.fixture
+def never_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step of each image (its base; then the build) must not be reached."""
+
+    def reached(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the build started before the registry was asked")
+
+    monkeypatch.setattr(build, "_base", reached)
+    monkeypatch.setattr(build, "build_image", reached)
+    # The tree changes under other jobs: a fixed version.
+    monkeypatch.setattr(build, "compute", lambda: VERSION)
+
+
+def _build(registry: str, record: Path, *extra: str) -> int:
+    return build.main(
+        [
+            "--push",
+            "--registry",
+            registry,
+            "--builder",
+            "buildah",
+            "--no-smoke",
+            "--record",
+            str(record),
+            *extra,
+        ]
+    )
+
+
+def test_a_registry_that_is_down_stops_the_build_before_it_starts(
+    never_build: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = f"127.0.0.1:{free_port()}"  # nothing listens there
+    assert _build(registry, tmp_path / "record.json", "--base", "local") == 1
+    err = capsys.readouterr().err
+    assert registry in err and "Connection refused" in err and "Nothing was built" in err, err
+    assert not (tmp_path / "record.json").exists()
+
+
+@pytest.fixture(scope="module")
+def locked_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    workdir = tmp_path_factory.mktemp("locked-registry")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        hashed = crypt.crypt("right-password", crypt.mksalt(crypt.METHOD_BLOWFISH))
+    (workdir / "htpasswd").write_text(f"ci:{hashed}\n")
+    with services.oci_registry(workdir, htpasswd=workdir / "htpasswd") as address:
+        yield address
+
+
+@pytest.mark.parametrize("password", [None, "wrong-password"])
+def test_a_registry_that_refuses_this_machine_stops_the_build_before_it_starts(
+    never_build: None,
+    locked_registry: str,
+    password: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    auths = {}
+    if password:
+        auths[locked_registry] = {"auth": base64.b64encode(f"ci:{password}".encode()).decode()}
+    (tmp_path / "config.json").write_text(json.dumps({"auths": auths}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    assert _build(locked_registry, tmp_path / "record.json", "--base", "local") == 1
+    err = capsys.readouterr().err
+    assert locked_registry in err and "HTTP 401" in err and "Nothing was built" in err, err
+    assert ("refused" if password else "none apply") in err, err
+    assert not (tmp_path / "record.json").exists()
+
+
+@pytest.fixture(scope="module")
+def open_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with services.oci_registry(tmp_path_factory.mktemp("registry")) as address:
+        yield address
+
+
+@pytest.fixture
+def tiny_image(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """One small layer under the tag the build will want, labelled with a build key no build has."""
+    ref = f"localhost/eu-ml-platform-test-{uuid.uuid4().hex[:8]}/training:{VERSION.tag}"
+    (tmp_path / "file").write_text("built from other inputs")
+    ctr = buildah.run(["from", "scratch"]).strip()
+    try:
+        buildah.run(["copy", ctr, str(tmp_path / "file"), "/file"])
+        buildah.run(["config", "--label", f"{BUILD_KEY_LABEL}={'f' * 64}", ctr])
+        buildah.run(["commit", "--format", "docker", ctr, ref])
+    finally:
+        buildah.run(["rm", ctr], check=False)
+    image_id = buildah.image_id(ref)
+    yield {"version": VERSION.tag, "tags": [ref], "digest": buildah.image_digest(ref), "build_key": "f" * 64}
+    buildah.run(["rmi", "--force", image_id], check=False)  # by id: the names the pull added go with it
+
+
+def test_a_tag_that_names_other_inputs_stops_the_build_before_it_starts(
+    never_build: None,
+    open_registry: str,
+    tiny_image: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    registry = f"{open_registry}/pre-{uuid.uuid4().hex[:8]}"
+    publish.push(tiny_image, f"{registry}/training", VERSION, builder="buildah", client=None)
+    # NVIDIA's base by its pinned digest (never pulled here): the tag carries no `-local.<key>`, so the same
+    # commit built from other inputs (another lock, another base) wants the same tag.
+    monkeypatch.setattr(build, "_base", lambda image, *_: (None, build.pinned_base(image).partition("@")[2]))
+    assert _build(registry, tmp_path / "record.json", "--base", "nvidia", "--only", "training") == 1
+    err = capsys.readouterr().err
+    assert f"{registry}/training:{VERSION.tag} already names {tiny_image['digest']}" in err, err
+    assert "built from other inputs" in err and "Nothing was built" in err, err
+    assert not (tmp_path / "record.json").exists()
