@@ -30,7 +30,7 @@ from typing import Any
 
 from policies import enforcement
 from policies import waivers as waivers_mod
-from policies.client import StackResult, analyze_plan, pack_config, pack_version
+from policies.client import StackResult, analyze_plan, pack_config, pack_digest, pack_version
 from policies.plans import Plan, PlanError, load_plan, plan_from_dict, resolve_provider, to_resources, to_wire
 from policies.process import (
     PACK_DIR,
@@ -61,6 +61,7 @@ __all__ = [
     "load_plans",
     "mandatory",
     "pack_config",
+    "pack_digest",
     "pack_python",
     "pack_version",
     "plan_from_dict",
@@ -178,7 +179,9 @@ def run(
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise PlanError(f"--out {out_dir}: cannot create the results folder ({err})") from err
-    judges = Judges(waivers_path, waivers_sha256, config_path, config_sha256, pack_version(), today)
+    judges = Judges(
+        waivers_path, waivers_sha256, config_path, config_sha256, pack_version(), today, pack_digest()
+    )
     docs = []
     for plan in plans:
         result = analyze_plan(plan, overrides, python)
@@ -199,8 +202,8 @@ def run(
 
 def load_plans(plan_paths: Sequence[Path]) -> list[Plan]:
     """The plans of one run, refused as a whole (PlanError) if one is bad, two are of one stack (both would
-    write <stack>.json: the second result would silently replace the first), or one is named after another
-    stack of the project."""
+    write <stack>.json: the second result would silently replace the first), one is named after another
+    stack of the project, or one holds no resources."""
     plans = [load_plan(p) for p in plan_paths]
     seen: dict[str, Path] = {}
     for plan in plans:
@@ -210,6 +213,14 @@ def load_plans(plan_paths: Sequence[Path]) -> list[Plan]:
             raise PlanError(f"{plan.path} and {seen[plan.stack]} are both plans of stack {plan.stack!r}")
         seen[plan.stack] = plan.path
     _check_file_names(plans)
+    for plan in plans:
+        # Nothing to judge is no verdict: such a plan passed with exit 0 and its stack read "pass" in the report.
+        if not plan.resources:
+            raise PlanError(
+                f"{plan.path}: the plan of stack {plan.stack!r} holds no resources, so no rule could judge anything "
+                f"(a program that failed to render, or a truncated copy); render it again (`python -m infra.plan "
+                f"--stack {plan.stack} --out {plan.path.parent}`)"
+            )
     return plans
 
 

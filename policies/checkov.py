@@ -57,6 +57,8 @@ class Summary:
     failed: int
     skipped: int
     parsing_errors: int
+    version: str = ""
+    """Checkov's own version (its JSON summary's `checkov_version`): which checks a second opinion ran."""
 
 
 def checkov_binary() -> Path:
@@ -124,6 +126,7 @@ def scan(
                 int(summary.get("failed", 0)),
                 int(summary.get("skipped", 0)),
                 int(summary.get("parsing_errors", 0)),
+                str(summary.get("checkov_version") or ""),
             )
         )
         for check in (report.get("results") or {}).get("failed_checks", []):

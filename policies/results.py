@@ -7,7 +7,7 @@ keeps the other stacks' results. A run over a whole folder of plans (`policies.r
 complete: the result of a stack with no plan there is stale whatever its plan says.
 
 The plan is not all that decided a result: the waivers (which findings are accepted, until when), the pack config
-and the pack version did too. A kept result is stale when any of them differs from this run's (`Judges`), or when
+and the pack (its version and the digest of its files) did too. A kept result is stale when any of them differs from this run's (`Judges`), or when
 a waiver it relies on has ended by this run's date: its waived finding would be a violation now.
 """
 
@@ -59,8 +59,8 @@ def plan_record(path: Path, sha256: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Judges:
     """What judged the results of a run besides the plan: the waivers file (as given, and the sha256 of the bytes
-    read; "" for the pack's own file when absent), the pack config (None: none given), the pack version and the
-    date waiver expiry was evaluated on."""
+    read; "" for the pack's own file when absent), the pack config (None: none given), the pack version, the
+    date waiver expiry was evaluated on and the digest of the pack's files."""
 
     waivers: Path
     waivers_sha256: str
@@ -68,6 +68,8 @@ class Judges:
     config_sha256: str | None
     pack_version: str
     today: dt.date
+    pack_sha256: str
+    """policies.client.pack_digest: the pack's files, which change while the version does not."""
 
     def record(self) -> dict[str, str | None]:
         """The fields a result records, so a later run (and the promotion gate) can tell it was judged by them."""
@@ -98,6 +100,14 @@ class Judges:
         version = pack.get("version") if isinstance(pack, Mapping) else None
         if version != self.pack_version:
             return f"it was judged by pack version {version!r}, this run's is {self.pack_version!r}"
+        digest = pack.get("sha256") if isinstance(pack, Mapping) else None
+        if digest != self.pack_sha256:
+            if not isinstance(digest, str):
+                return "its result records no pack.sha256 (written before the pack's files were recorded)"
+            return (
+                f"it was judged by other pack files (pack.sha256 {digest[:12]}..., this run's {self.pack_sha256[:12]}...: "
+                "a rule, its mapping or its data changed since)"
+            )
         ended = ended_waivers(doc, self.today)
         if ended:
             first = ended[0]

@@ -12,6 +12,7 @@ import datetime as dt
 import difflib
 import fnmatch
 import hashlib
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,12 @@ REQUIRED = ("rule", "finding", "stacks", "resources", "justification", "approver
 # violation the reviewer accepts as it is. One never stands for the other: a waiver written because the
 # value is unknown must not also hide the same rule's real violation once the value is known.
 FINDINGS = ("undetermined", "violation")
+# Who accepted the risk must be reachable: a name alone ('TODO', 'me', ' ') is no owner.
+_CONTACT = re.compile(r"\S.*<[^<>@\s]+@[^<>@\s]+\.[^<>@\s]+>")
+_TEXT = {
+    "justification": "why the risk is accepted and what compensates for it",
+    "approver": "'Name <email>' of the person accountable",
+}
 MAX_VALIDITY = dt.timedelta(days=366)  # one year ahead (a leap day included): a waiver is re-reviewed yearly
 
 
@@ -45,6 +52,26 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+
+
+def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """YAML keeps the last of two equal keys in silence: an entry given a second `expires:` (or `resources:`)
+    by an edit was signed with one value and applied with the other."""
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"key {key!r} is given twice in one mapping (first on line {seen[key] + 1}); keep one",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
 
 
 class WaiverError(ValueError):
@@ -166,6 +193,14 @@ def parse(
         missing = [k for k in REQUIRED if not e.get(k)]
         if missing:
             raise WaiverError(f"{where} lacks {missing}; every waiver needs {list(REQUIRED)}")
+        for key in ("justification", "approver"):
+            if not isinstance(e[key], str) or not e[key].strip():
+                raise WaiverError(f"{where}: {key}={e[key]!r}; write it as text ({_TEXT[key]})")
+        if not _CONTACT.search(e["approver"]):
+            raise WaiverError(
+                f"{where}: approver={e['approver']!r} names no one to ask; write 'Name <email>' of the person "
+                "accountable (DPD, ENS security officer)"
+            )
         rule = str(e["rule"])
         if known is not None and rule not in known:
             raise WaiverError(

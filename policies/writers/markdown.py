@@ -122,6 +122,9 @@ def render_coverage_md(report: Report) -> list[str]:
 
 def render_checkov_md(report: Report) -> list[str]:
     lines = ["## Second opinion: Checkov", "", report.checkov_note, ""]
+    versions = sorted({s.version for s in report.checkov_summary if s.version})
+    if versions:
+        lines += [f"Checkov version: {', '.join(versions)}", ""]
     if report.checkov_summary:
         lines += ["| framework | passed | failed | skipped | parsing errors |", "|---|---|---|---|---|"]
         for s in report.checkov_summary:

@@ -152,10 +152,13 @@ def _checkov_run(report: Report) -> dict[str, Any] | None:
     hidden = ignored(files) | {p for p in files if not (analyze.REPO_ROOT / p).is_file()}
     shown = [f for f in report.checkov_findings if f.file.lstrip("/") not in hidden]
     mapped = checkov_rules()
+    # Without a version GitHub cannot tell the runs of two Checkov releases apart (sarif-multitool: SARIF2005).
+    version = next((s.version for s in report.checkov_summary if s.version), "unknown")
     return {
         "tool": {
             "driver": {
                 "name": "checkov",
+                "version": version,
                 "informationUri": "https://www.checkov.io",
                 "rules": [
                     {"id": i, "properties": {"same-as": mapped[i]} if i in mapped else {}}
@@ -194,7 +197,11 @@ def render_sarif(report: Report) -> dict[str, Any]:
                     "rules": _rules(report),
                 }
             },
-            "properties": {"commit": report.commit},
+            "properties": {
+                "commit": report.commit,
+                # The version stays while rules change: the digest of the pack's files says which rules ran.
+                "packSha256": str(report.docs[0]["pack"].get("sha256", "")) if report.docs else "",
+            },
             "results": _results(report),
         }
     ]

@@ -25,13 +25,18 @@ LIMITATIONS = (
 
 def provenance(report: Report) -> list[str]:
     d0 = report.docs[0] if report.docs else {}
+    pack = d0.get("pack", {})
+    config = f"`{d0['config_file']}`, sha256 `{d0.get('config_sha256')}`" if d0.get("config_file") else "none"
     lines = [
         "## Provenance",
         "",
         f"- Date: {report.generated}; waivers evaluated on {report.today.isoformat()}",
         f"- Git commit: `{report.commit}`",
-        f"- Policy pack: `{d0.get('pack', {}).get('name', '?')}` version {d0.get('pack', {}).get('version', '?')}, "
-        f"{len(ALL_RULES)} rules",
+        f"- Policy pack: `{pack.get('name', '?')}` version {pack.get('version', '?')}, {len(ALL_RULES)} rules; "
+        f"files sha256 `{pack.get('sha256', '?')}` (every file of policies/ but its virtualenv, caches and "
+        "waivers.yaml: the version alone does not change with the rules)",
+        f"- Waivers: `{d0.get('waivers_path', '?')}`, sha256 `{d0.get('waivers_sha256', '?')}`",
+        f"- Pack config: {config}",
         "",
         "| stack | plan | sha256 |",
         "|---|---|---|",

@@ -169,6 +169,8 @@ def aws_stack(stack: str = "dev", environment: str = "dev") -> dict[str, Any]:
             },
             "encryptionConfig": {"provider": {"keyArn": KEY_ARN}, "resources": ["secrets"]},
             "enabledClusterLogTypes": ["api", "audit", "authenticator"],
+            # Access entries only: the creator gets no hidden cluster-admin (k8s-cluster-admin-grants).
+            "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
         },
         **p,
     )

@@ -48,6 +48,9 @@ def azure_stack(stack: str = "azure-dev") -> dict[str, Any]:
             "diskEncryptionSetID": UNKNOWN,
             "securityProfile": {"azureKeyVaultKms": {"enabled": True, "keyId": UNKNOWN}},
             "networkProfile": {"networkPlugin": "azure", "networkPolicy": "cilium"},
+            # Entra ID only, no admin group, no local clusterAdmin credential (k8s-cluster-admin-grants).
+            "aadProfile": {"managed": True, "enableAzureRBAC": True},
+            "disableLocalAccounts": True,
             "tags": tags,
         },
         # The key references come from the stack's key vault key (unknown at preview, the edge is known).

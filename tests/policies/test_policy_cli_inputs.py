@@ -72,6 +72,8 @@ def _exit_code(main: Callable[[list[str]], int], argv: list[str]) -> int:
         (_plan(environment=None), "environment=None must be a string"),
         # was: analysed with no default provider for any resource (a verdict)
         (_plan(cloud="AWS"), "cloud='AWS' is not one of ['aws', 'gcp', 'azure']"),
+        # was: exit 0, "0 violation(s)", and the stack read "pass" in the report: nothing had been judged
+        (_plan(resources=[]), "the plan of stack 'dev' holds no resources, so no rule could judge anything"),
     ],
 )
 def test_a_json_file_that_is_no_plan_is_exit_2_naming_what_it_is(

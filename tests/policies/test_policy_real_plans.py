@@ -190,6 +190,12 @@ MUTATIONS: list[tuple[str, str, Callable[[Plan], None]]] = [
         ),
     ),
     ("iam-no-admin", "gcp-dev", put("gcp:projects/iAMMember:IAMMember", "role", "roles/owner")),
+    # The committed AWS/Azure grants are already findings (test_policy_cluster_admin.py): a GKE one is new.
+    (
+        "k8s-cluster-admin-grants",
+        "gcp-dev",
+        put("gcp:projects/iAMMember:IAMMember", "role", "roles/container.admin"),
+    ),
     (
         "cluster-endpoint-restricted",
         "dev",

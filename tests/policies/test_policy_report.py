@@ -3,8 +3,10 @@ do not apply; SARIF and JUnit are well-formed. Also the Checkov second opinion."
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -171,8 +173,20 @@ def test_checkov_second_opinion(tmp_path: Path) -> None:
     assert path is not None
     docs = list(yaml.safe_load_all(path.read_text()))
     assert docs[0]["apiVersion"] == "apps/v1" and docs[0]["spec"]["replicas"] == 2  # ints, not 2.0
-    ids = {f.check_id for f in checkov.run_checkov([path], ["kubernetes"])}
-    assert {"CKV_K8S_16", "CKV_K8S_20"} <= ids  # privileged container; privilege escalation allowed
+    findings, summary = checkov.scan([path], ["kubernetes"])
+    assert {"CKV_K8S_16", "CKV_K8S_20"} <= {f.check_id for f in findings}  # privileged; privilege escalation
+    assert summary and all(re.fullmatch(r"\d+\.\d+\.\d+", s.version) for s in summary), summary
+
+
+@pytest.mark.integration
+def test_the_checkov_run_in_sarif_names_checkov_s_version(built: tuple[report.Report, Path]) -> None:
+    """The Checkov run had no version: sarif-multitool warned (SARIF2005) and a reader could not tell which
+    release's checks it was."""
+    rep, _ = built
+    summary = [checkov.Summary("kubernetes", 10, 0, 0, 0, "3.3.30")]
+    with_checkov = dataclasses.replace(rep, checkov_summary=summary, checkov_findings=[])
+    run = report.render_sarif(with_checkov)["runs"][1]
+    assert run["tool"]["driver"]["name"] == "checkov" and run["tool"]["driver"]["version"] == "3.3.30"
 
 
 @pytest.mark.integration

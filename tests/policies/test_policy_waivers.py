@@ -46,11 +46,26 @@ def entry(**change: Any) -> dict[str, Any]:
         ({"stacks": []}, "lacks \\['stacks'\\]"),
         ({"finding": "both"}, "write 'undetermined' .* or 'violation'"),
         ({"finding": None}, "lacks \\['finding'\\]"),
+        # were accepted: a waiver nobody owns, or accepted for no stated reason
+        ({"approver": " "}, "approver=' '; write it as text"),
+        ({"approver": "TODO"}, "approver='TODO' names no one to ask; write 'Name <email>'"),
+        ({"approver": ["DPD", "CISO"]}, "approver=\\['DPD', 'CISO'\\]; write it as text"),
+        ({"justification": "  "}, "justification='  '; write it as text"),
     ],
 )
 def test_malformed_waiver_is_a_clear_error(change: dict[str, Any], message: str) -> None:
     with pytest.raises(waivers.WaiverError, match=message):
         waivers.parse([entry(**change)], rules=RULES, today=TODAY)
+
+
+def test_a_key_given_twice_in_an_entry_is_refused(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys: an edit that added a second `expires:` was signed with one date and
+    applied with the other, with no word."""
+    path = tmp_path / "waivers.yaml"
+    body = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in entry().items())
+    path.write_text("waivers:\n  - " + body.lstrip() + "    expires: 2026-12-31\n")
+    with pytest.raises(waivers.WaiverError, match="key 'expires' is given twice in one mapping .*keep one"):
+        waivers.read(path, rules=RULES, today=TODAY)
 
 
 def test_waiver_matches_only_its_stacks_and_names() -> None:
