@@ -79,7 +79,13 @@ def wrong_port(exc: BaseException, url: str, protocol: str) -> str | None:
     and the metrics port answers 405 to the API's POSTs."""
     from tritonclient.utils import InferenceServerException
 
-    if protocol == "http" and isinstance(exc, http.client.HTTPException):
+    # A peer that accepts and then closes (a port-forward to a restarting pod, a proxy before a Triton that
+    # is still starting) raises HTTPConnectionClosed, an HTTPException too: that one heals by waiting.
+    if (
+        protocol == "http"
+        and isinstance(exc, http.client.HTTPException)
+        and type(exc).__name__ != "HTTPConnectionClosed"
+    ):
         return (
             f"{url} does not answer HTTP ({exc!r}): is it Triton's gRPC port? Pass its HTTP port "
             "(8000 by default) or --protocol grpc"

@@ -123,7 +123,13 @@ class Store:
         probe = f".write-check-{uuid.uuid4().hex}"  # not step-/best-<digits>: never resumed nor pruned
         try:
             self._call("check that checkpoints can be written", self.fs.pipe_file, self._path(probe), b"")
-        except FileNotFoundError as exc:  # an object PUT finds nothing missing but the bucket itself
+        except Exception as exc:
+            # An object PUT finds nothing missing but the bucket itself. s3fs and gcsfs raise FileNotFoundError;
+            # adlfs lets Azure's ResourceNotFoundError (error code ContainerNotFound) through.
+            if not (
+                isinstance(exc, FileNotFoundError) or getattr(exc, "error_code", None) == "ContainerNotFound"
+            ):
+                raise
             raise StorageAccessDenied(
                 self.uri,
                 "writing a checkpoint",

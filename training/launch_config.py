@@ -167,6 +167,13 @@ class LaunchConfig:
         from training.config import apply_overrides
 
         apply_overrides(presets.get(self.preset), list(self.overrides))
+        # The same storage given as an override is judged like --checkpoint-uri / --data: it reaches the pod too.
+        for item in self.overrides:
+            key, _, value = item.partition("=")
+            if key.strip() == "checkpoint.uri":
+                launch_uris.checkpoint_uri(value.strip(), cloud=cloud, name=name, env=env)
+            elif key.strip() == "data.source":
+                launch_uris.data_uri(value.strip(), cloud=cloud, name=name, env=env)
         for tol in self.tolerations:
             if tol.get("effect") not in _TAINT_EFFECTS or not tol.get("key"):
                 raise ConfigError("tolerations", f"{dict(tol)} needs a key and an effect in {_TAINT_EFFECTS}")

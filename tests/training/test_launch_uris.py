@@ -136,3 +136,19 @@ def test_the_bucket_named_in_the_errors_is_the_one_infra_creates(cloud: str) -> 
     }[cloud]
     assert CHECKPOINT_BUCKETS[cloud].replace("<org>", "acme").replace("<stack>", "dev") == created
     assert cloud != "aws" or DEFAULT_CHECKPOINT_URI.startswith(f"{created}/")
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("checkpoint.uri=s3://acme-mlp-dev-checkpoints/run", "checkpoint_uri"),
+        ("data.source=s3://acme-mlp-dev-raw/reviews.csv", "data_uri"),
+    ],
+)
+def test_storage_given_as_an_override_is_judged_like_the_flags(override: str, field: str) -> None:
+    """`launch ... checkpoint.uri=s3://...` on gcp reached the pod, which has only gcp's identity."""
+    with pytest.raises(ConfigError) as info:
+        launch.LaunchConfig(
+            cloud="gcp", checkpoint_uri="gs://acme-mlp-gcp-dev-checkpoints/run", overrides=(override,)
+        )
+    assert info.value.field == field

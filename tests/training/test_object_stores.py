@@ -196,3 +196,20 @@ def test_transient_errors_of_each_sdk_are_retried_and_permanent_ones_are_not() -
     assert not is_transient(PermissionError("AccessDenied"))
     assert not is_transient(ResourceNotFoundError("no such container"))
     assert not is_transient(ValueError("bad argument"))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("scheme", ["gs", "az"])
+def test_a_missing_bucket_or_container_is_refused_by_the_write_check(
+    scheme: str, stores: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: ANN001
+    """s3fs maps NoSuchBucket to FileNotFoundError; adlfs lets Azure's ResourceNotFoundError (ContainerNotFound)
+    through, which was a traceback (exit 1) instead of exit 2 naming the flag to fix."""
+    from training import checkpoint as ckpt
+    from training.errors import StorageAccessDenied
+
+    for key, value in stores[scheme].items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(StorageAccessDenied) as err:
+        ckpt.Store(f"{scheme}://no-such-container-{scheme}/run").check_writable()
+    assert "does not exist" in str(err.value) and "--checkpoint-uri" in str(err.value)
