@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,12 +34,24 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write(tmp_path_factory.mktemp("ref") / "reference.jsonl", window(0, 200))
 
 
-def run_drift(ref: Path, cur: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "monitoring", "drift", "--reference", str(ref), "--current", str(cur),
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_drift(capsys: pytest.CaptureFixture[str]) -> Callable[[Path, Path, Path], Done]:
+    """The CLI in-process (`python -m monitoring drift`'s main): a subprocess per case paid Evidently's import."""
+    from monitoring.cli import main
+
+    def run(ref: Path, cur: Path, out: Path) -> Done:
+        code = main(["drift", "--reference", str(ref), "--current", str(cur), "--out", str(out)])
+        captured = capsys.readouterr()
+        return Done(code, captured.out, captured.err)
+
+    return run
 
 
 @pytest.mark.parametrize(
@@ -52,7 +64,7 @@ def run_drift(ref: Path, cur: Path, out: Path) -> subprocess.CompletedProcess:
     ids=["promoted-version", "another-model"],
 )  # fmt: skip
 def test_a_window_of_another_model_is_exit_2_naming_both_and_the_fix(
-    reference: Path, tmp_path: Path, override: dict, named: str
+    reference: Path, tmp_path: Path, override: dict, named: str, run_drift: Callable[..., Done]
 ) -> None:
     done = run_drift(reference, write(tmp_path / "current.jsonl", window(1, **override)), tmp_path / "out")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -62,7 +74,7 @@ def test_a_window_of_another_model_is_exit_2_naming_both_and_the_fix(
 
 
 def test_a_rollout_window_judges_the_reference_model_and_counts_the_others(
-    reference: Path, tmp_path: Path
+    reference: Path, tmp_path: Path, run_drift: Callable[..., Done]
 ) -> None:
     old, new = window(1, 30), window(2, 12, model_version="2")
     done = run_drift(reference, write(tmp_path / "current.jsonl", old + new), tmp_path / "out")
