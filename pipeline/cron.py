@@ -25,6 +25,7 @@ _FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("day of week", 0, 6, {d: i for i, d in enumerate(_DAYS)}),
 )
 _DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_DIGITS = re.compile(r"[0-9]+")
 # Go's time.ParseDuration, which `@every` takes.
 _DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
@@ -51,15 +52,18 @@ def problem(schedule: str) -> str | None:
 
 
 def _part_problem(part: str, low: int, high: int, names: dict[str, int]) -> str | None:
-    span, _, step = part.partition("/")
-    if step and not (step.isdigit() and int(step) > 0):
+    span, slash, step = part.partition("/")
+    # Go's strconv.Atoi: ASCII digits only (str.isdigit also takes "²" and "٣"); "*/" has an empty step.
+    if slash and not (_DIGITS.fullmatch(step) and int(step) > 0):
         return f"step {step!r} is not a positive whole number"
     if span in ("*", "?"):
         return None
     first, dash, last = span.partition("-")
     values = []
     for bound in (first, last) if dash else (first,):
-        value = names.get(bound.lower()) if bound.isalpha() else int(bound) if bound.isdigit() else None
+        value = (
+            names.get(bound.lower()) if bound.isalpha() else int(bound) if _DIGITS.fullmatch(bound) else None
+        )
         if value is None:
             return f"{bound!r} is not a number{' or a name' if names else ''}"
         if not low <= value <= high:

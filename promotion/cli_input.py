@@ -17,7 +17,7 @@ def check_args(args: argparse.Namespace) -> None:
     A mistyped environment used to be read as an empty one where no gate config was loaded: `history --env prdo`
     said `prdo serves: nothing` (exit 0), `unlock` found no lock, `rescore` nothing to do. An output path that is a
     folder used to fail only after the promotion had been recorded, registered and its alias moved (exit 2)."""
-    if args.command in ("history", "rollback", "unlock", "rescore", "approval"):
+    if args.command in ("history", "rollback", "unlock", "rescore", "approval", "reference"):
         # `approval` too: a mistyped --env wrote an approval no gate reads (exit 0), or said "no approving review"
         # (exit 1) where the environment was the mistake.
         load_config(args.config).environment(args.env)

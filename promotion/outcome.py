@@ -12,6 +12,8 @@ class Outcome:
     record_uri: str | None
     deploy: dict[str, Any] | None
     """What the pipeline deploys: stack, model version, serving image by digest (None when rejected)."""
+    unfinished: str | None = None
+    """Done, but something after it was not (the drift reference not written): the message, with what to run (exit 2)."""
 
 
 def deploy_summary(record: dict[str, Any]) -> dict[str, Any]:

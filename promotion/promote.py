@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from typing import Any
 
-from promotion import classes, gates, interrupted, lock, rescore, sequence
+from promotion import classes, drift_reference, gates, interrupted, lock, rescore, sequence
 from promotion.card import render_markdown
 from promotion.config import PromotionConfig
 from promotion.deploy import Deployer, DeployError
@@ -138,9 +138,11 @@ def promote(
     deployer: Deployer | None = None,
     local_run: bool = False,
     requested_by: str | None = None,
+    drift_reference_to: str | None = None,
 ) -> Outcome:
     """Gates (approval included) -> deploy -> post-deploy smoke -> register + alias + history, holding the
-    environment's lock (promotion/lock.py) from the champion's read to the history's write."""
+    environment's lock (promotion/lock.py) from the champion's read to the history's write; then, when
+    `drift_reference_to` is given, the promoted run's drift reference is written there (drift_reference.py)."""
     with lock.held(
         store.root,
         store.model,
@@ -157,6 +159,7 @@ def promote(
             deployer=deployer,
             local_run=local_run,
             requested_by=requested_by,
+            drift_reference_to=drift_reference_to,
         )
 
 
@@ -170,6 +173,7 @@ def _promote(
     deployer: Deployer | None,
     local_run: bool,
     requested_by: str | None,
+    drift_reference_to: str | None,
 ) -> Outcome:
     """Gates (approval included) -> deploy -> post-deploy smoke -> register + alias + history.
 
@@ -193,6 +197,13 @@ def _promote(
         raise PromotionError(
             f"{environment}: a deployable promotion needs the deploy and smoke steps "
             "(--deploy-command and --smoke-command): the alias moves only after a successful deploy"
+        )
+    prepared = None
+    if record["decision"] == "promote" and drift_reference_to:
+        # Built before anything changes: a run whose data or bundle cannot be read stops here (exit 2), not after
+        # the deploy; written only once the promotion is done (_published).
+        prepared = drift_reference.prepare(
+            drift_reference_to, candidate=evidence.candidate_uri, bundle=evidence.bundle_uri
         )
     if record["decision"] == "promote":
         # The version is registered (no alias yet) before anything is deployed: a registry that does not answer
@@ -223,13 +234,50 @@ def _promote(
             # record says so, bounded in time; the alias and the history stay (the candidate was never confirmed).
             interrupted.keep(store, record, image=image, served_before=previous, step=step, stop=stop)
             raise
-        with interrupted.writes_held():  # live and checked: record, history and alias are written whole
-            if live_loadtest:
-                # Judges the next environment (its `loadtest_from`): kept beside the record.
-                store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
-            return _record_and_move(record, environment, store=store, registry=registry)
+        try:
+            with interrupted.writes_held():  # live and checked: record, history and alias are written whole
+                if live_loadtest:
+                    # Judges the next environment (its `loadtest_from`): kept beside the record.
+                    store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
+                outcome = _record_and_move(
+                    _naming(record, prepared), environment, store=store, registry=registry
+                )
+        except RegistryError as exc:
+            if prepared is None:
+                raise
+            rerun = drift_reference.rerun_command(environment, prepared.location, store.root, store.model)
+            raise RegistryError(
+                f"{exc}. Then write its drift reference, not written either: {rerun}"
+            ) from exc
+        return _published(outcome, prepared, environment, store)
     with interrupted.writes_held():
-        return _record_and_move(record, environment, store=store, registry=registry)
+        outcome = _record_and_move(_naming(record, prepared), environment, store=store, registry=registry)
+    return _published(outcome, prepared, environment, store)
+
+
+def _naming(record: dict[str, Any], prepared: drift_reference.Prepared | None) -> dict[str, Any]:
+    """A promotion's record names the drift reference it writes; a rejected or failed one names none."""
+    if prepared is not None and record["decision"] == "promote":
+        record["drift_reference"] = prepared.summary
+        validate_record(record)
+    return record
+
+
+def _published(
+    outcome: Outcome, prepared: drift_reference.Prepared | None, environment: str, store: ModelStore
+) -> Outcome:
+    """The drift reference written once the promotion is done (record, history, alias): never for a refused or
+    failed one, which leaves the previous reference. A write that fails does not undo the promotion: exit 2 says
+    so and gives the command that writes it."""
+    if prepared is None or outcome.record["decision"] != "promote":
+        return outcome
+    try:
+        drift_reference.publish(prepared)
+    except PromotionError as exc:
+        done = f"{environment} was promoted (record {outcome.record['record_id']})"
+        why = drift_reference.not_written(done, prepared.location, str(exc), environment, store)
+        return dataclasses.replace(outcome, unfinished=why)
+    return outcome
 
 
 def _record_and_move(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from promotion import interrupted, lock
+from promotion import drift_reference, interrupted, lock
 from promotion.card import render_markdown
 from promotion.errors import PromotionError, RegistryError
 from promotion.outcome import Outcome, deploy_summary
@@ -21,10 +22,12 @@ def rollback(
     reason: str,
     requested_by: str | None = None,
     needs_image: bool = False,
+    drift_reference_to: str | None = None,
 ) -> Outcome:
     """Point `environment`'s alias (and the deploy's serving image) back to the previously promoted version,
     holding the environment's lock (a rollback racing a promotion would pop the wrong entry). `needs_image`: the
-    caller writes the restored serving image somewhere (--stack-config), so a version without one is refused."""
+    caller writes the restored serving image somewhere (--stack-config), so a version without one is refused.
+    `drift_reference_to`: also write the restored version's drift reference there, once rolled back."""
     with lock.held(store.root, store.model, environment, operation="rollback", requested_by=requested_by):
         return _rollback(
             environment,
@@ -33,6 +36,7 @@ def rollback(
             reason=reason,
             requested_by=requested_by,
             needs_image=needs_image,
+            drift_reference_to=drift_reference_to,
         )
 
 
@@ -44,6 +48,7 @@ def _rollback(
     reason: str,
     requested_by: str | None,
     needs_image: bool,
+    drift_reference_to: str | None,
 ) -> Outcome:
     stack = store.deployed(environment)
     if len(stack) < 2:
@@ -93,9 +98,31 @@ def _rollback(
         requested_by=requested_by,
         registry_uri=registry.shown_uri,
     )
+    # The restored record's own drift reference is the one its promotion wrote, since replaced: this record names
+    # only what this rollback writes.
+    record.pop("drift_reference", None)
+    prepared, not_built = None, None
+    if drift_reference_to:
+        # Built before anything is written, but a rollback is not refused for it: the model goes back first.
+        try:
+            prepared = drift_reference.for_record(restored, drift_reference_to)
+            record["drift_reference"] = prepared.summary
+        except PromotionError as exc:
+            not_built = str(exc)
     check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
     with interrupted.writes_held():
-        return _record_rollback(record, environment, previous, current, store=store, registry=registry)
+        outcome = _record_rollback(record, environment, previous, current, store=store, registry=registry)
+    if drift_reference_to is None:
+        return outcome
+    try:
+        if prepared is None:
+            raise PromotionError(str(not_built))
+        drift_reference.publish(prepared)
+    except PromotionError as exc:
+        done = f"{environment} was rolled back to version {previous.version} (record {record['record_id']})"
+        why = drift_reference.not_written(done, drift_reference_to, str(exc), environment, store)
+        return dataclasses.replace(outcome, unfinished=why)
+    return outcome
 
 
 def _record_rollback(

@@ -154,6 +154,10 @@ def test_render_refuses_what_each_run_would_fail_on(
         ("0 3 * * 7", "day of week '7': 7 is outside 0-6"),
         ("0 3 31 FEBR *", "month 'FEBR': 'FEBR' is not a number or a name"),
         ("*/0 * * * *", "step '0' is not a positive whole number"),
+        # Go's Atoi: an empty step, and digits that are not ASCII (str.isdigit took them; "²" was a traceback).
+        ("*/ * * * *", "step '' is not a positive whole number"),
+        ("\u00b2 * * * *", "minute '\u00b2': '\u00b2' is not a number"),
+        ("\u0663 * * * *", "minute '\u0663': '\u0663' is not a number"),
         ("0 23-1 * * *", "range '23-1' runs backwards"),
         ("@every soon", "@every takes a duration"),
     ],
@@ -182,3 +186,24 @@ def test_render_keeps_a_valid_schedule(schedule: str, tmp_path: Path) -> None:
     assert main(["render", "--training-image", TRAINING, "--schedule", schedule, "--out", str(tmp_path)]) == 0
     docs = list(yaml.safe_load_all((tmp_path / "retrain-dev.yaml").read_text()))
     assert [d["spec"]["schedules"] for d in docs if d["kind"] == "CronWorkflow"] == [[schedule]]
+
+
+def test_promote_writes_the_drift_reference_that_drift_check_reads(tmp_path: Path) -> None:
+    """The promoted run's reference goes where the next drift-check reads it (promotion's --drift-reference): the
+    drift job refuses a window of another model than its reference's, and nothing used to replace it."""
+    from pipeline.cli import main
+
+    reference = "s3://team-models/reference/"
+    assert (
+        main(["render", "--training-image", TRAINING, "--reference", reference, "--out", str(tmp_path)]) == 0
+    )
+    import yaml
+
+    docs = list(yaml.safe_load_all((tmp_path / "retrain-dev.yaml").read_text()))
+    doc = next(d for d in docs if d["kind"] == "WorkflowTemplate")
+    params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
+    assert params["reference"] == reference
+    steps = {t["name"]: t["container"]["args"] for t in doc["spec"]["templates"] if "container" in t}
+    read = steps["drift-check"][steps["drift-check"].index("--reference") + 1]
+    written = steps["promote"][steps["promote"].index("--drift-reference") + 1]
+    assert read == written == "{{workflow.parameters.reference}}"
