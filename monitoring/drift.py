@@ -150,7 +150,9 @@ def _of_reference_model(reference: Any, current: Any, current_source: str) -> tu
             f"{current_source}: every record is of {_named(fields, keys)}, the reference of {_named(fields, known)}: "
             "drift against another model's reference measures the model change, not the inputs. Rebuild the "
             "reference from the served model's training run (python -m monitoring reference --manifest "
-            "RUN/manifest.json --bundle RUN/export --out REF.jsonl), or pass that manifest.json as --reference"
+            "RUN/manifest.json --bundle RUN/export --out REF.jsonl; for a stack's drift job, python -m promotion "
+            "reference --env ENV --drift-reference REF writes the served version's), or pass that manifest.json as "
+            "--reference"
         )
     keep = grouped.ngroup().isin([i for i, key in enumerate(keys) if key in known]).to_numpy()
     return current[keep], excluded
