@@ -10,7 +10,7 @@ from promotion.card import render_markdown
 from promotion.errors import PromotionError, RegistryError
 from promotion.outcome import Outcome, deploy_summary
 from promotion.record import check_restored, rollback_record
-from promotion.registry import Registry
+from promotion.registry import Registry, without_password
 from promotion.store import Deployed, ModelStore
 
 
@@ -68,10 +68,17 @@ def _rollback(
         )
     if not registry.exists():
         used = (store.read_record(current.record_id).get("model") or {}).get("registry_uri")
+        if not used:  # a record from before registry_uri was kept
+            fix = "give the --registry-uri (or MLFLOW_REGISTRY_URI) its promotions used"
+        elif without_password(used) == registry.shown_uri:  # the very registry: its file or database is gone
+            fix = f"that is the registry {environment}'s promotions used: restore its file or database from a backup"
+        else:
+            fix = (
+                f"{environment}'s promotions registered their versions in {used}: give --registry-uri {used}"
+            )
         raise RegistryError(
             f"model registry {registry.shown_uri} does not exist yet: no version was ever registered there, so "
-            f"{environment} cannot be rolled back in it. Nothing was changed. {environment}'s promotions registered "
-            f"their versions in {used}: give --registry-uri {used} (or set MLFLOW_REGISTRY_URI)"
+            f"{environment} cannot be rolled back in it. Nothing was changed; {fix}"
         )
     live = registry.alias_version(store.model, environment)
     if live is not None and live != current.version:

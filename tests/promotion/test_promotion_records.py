@@ -305,3 +305,19 @@ def test_a_rollback_in_a_registry_that_does_not_exist_says_so_and_creates_none(
     assert f"give --registry-uri {registry.uri}" in err and "deleted" not in err
     assert not missing.parent.exists()
     assert snapshot(store, registry) == before
+
+
+def test_a_rollback_whose_own_registry_file_is_gone_says_to_restore_it(
+    local_runs: Path, registry: Registry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The registry the records name, its sqlite file deleted: the message told the user to give the very
+    --registry-uri they had given."""
+    db = Path(registry.uri.removeprefix("sqlite:///"))
+    aside = db.with_name(db.name + ".aside")
+    db.rename(aside)
+    try:
+        assert rollback(local_runs, registry.uri) == 2
+    finally:
+        aside.rename(db)
+    err = capsys.readouterr().err
+    assert "restore its file or database from a backup" in err and "give --registry-uri" not in err
