@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from policies.paths import shown
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKOV_BIN_ENV = "CHECKOV_BIN"
 DEFAULT_FRAMEWORKS = ("kubernetes", "dockerfile", "github_actions")
@@ -66,14 +68,6 @@ def checkov_binary() -> Path:
     if not path.exists():
         raise CheckovError(f"checkov not found at {path}: run `make setup` (or set {CHECKOV_BIN_ENV})")
     return path
-
-
-def _rel(path: str) -> str:
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(p)
 
 
 def scan(
@@ -134,7 +128,7 @@ def scan(
                 Finding(
                     check_id=check["check_id"],
                     check_name=check.get("check_name", ""),
-                    file=_rel(check.get("file_abs_path") or check.get("file_path", "")),
+                    file=shown(check.get("file_abs_path") or check.get("file_path", "")),
                     resource=str(check.get("resource", "")),
                     framework=framework,
                     line=int((check.get("file_line_range") or [0])[0]),
@@ -142,7 +136,10 @@ def scan(
                     guideline=check.get("guideline"),
                 )
             )
-    return findings, summaries
+    # Checkov's order follows its runners and files as its threads finish them: unsorted, two runs over the same
+    # inputs listed the same findings in another order, and the reports were not byte-identical.
+    findings.sort(key=lambda f: (f.file, f.line, f.check_id, f.resource, f.framework))
+    return findings, sorted(summaries, key=lambda s: s.framework)
 
 
 def run_checkov(

@@ -6,14 +6,13 @@ Analyze for each resource (with its provider resource), AnalyzeStack for the who
 
 from __future__ import annotations
 
-import hashlib
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from policies.pack_files import pack_digest
 from policies.plans import Plan, PlanError, provider_index, resolve_provider, to_wire
 from policies.process import PACK_DIR, PackError, PackProcess, start_pack
 from policies.rules.core import is_undetermined
@@ -58,28 +57,6 @@ def pack_version(pack_dir: Path = PACK_DIR) -> str:
 
     data = yaml.safe_load((pack_dir / "PulumiPolicy.yaml").read_text(encoding="utf-8")) or {}
     return str(data.get("version", "0.0.1"))
-
-
-# Not the pack: its virtualenv and caches. waivers.yaml is recorded apart (waivers_sha256): a waiver edit is a new
-# acceptance, not a new pack.
-_NOT_PACK_DIRS = frozenset({".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
-
-
-def pack_digest(pack_dir: Path = PACK_DIR) -> str:
-    """sha256 over the pack's files (each one's path in the pack and the sha256 of its bytes, in path order). The
-    version in PulumiPolicy.yaml stayed 0.2.0 while rules and frameworks.yaml changed: a report or a kept result
-    naming only the version did not say which rules judged it."""
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(pack_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _NOT_PACK_DIRS)
-        for name in sorted(files):
-            rel = Path(root, name).relative_to(pack_dir).as_posix()
-            if rel == "waivers.yaml" or name.endswith(".pyc"):
-                continue
-            digest.update(
-                rel.encode("utf-8") + b"\0" + hashlib.sha256(Path(root, name).read_bytes()).digest()
-            )
-    return digest.hexdigest()
 
 
 def _level_name(value: int) -> str:

@@ -33,6 +33,7 @@ from policies.evidence import (
     load_unchecked,
     unchecked_reason,
 )
+from policies.paths import shown
 from policies.rules.iam import parliament_available
 from policies.writers.html import render_html
 from policies.writers.junit import render_junit
@@ -73,7 +74,7 @@ def run_checkov(
         findings, summary = checkov.scan(targets)
     except (checkov.CheckovError, OSError) as err:
         return [], [], f"Checkov did not run: {err}"
-    names = ", ".join(checkov._rel(str(t)) for t in targets)
+    names = ", ".join(shown(t) for t in targets)
     return (
         findings,
         summary,

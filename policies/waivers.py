@@ -60,6 +60,12 @@ def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode)
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
+        try:
+            hash(key)
+        except TypeError:
+            # `? [a, b]`: construct_mapping refuses it with its line ("found unhashable key"); looking it up
+            # here first ended the run in a bare TypeError instead.
+            continue
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None,

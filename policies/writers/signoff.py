@@ -7,6 +7,7 @@ from typing import Any
 
 from policies import analyze, enforcement, ens_levels, frameworks
 from policies.evidence import Report, _natural, _short
+from policies.paths import shown
 from policies.rules import ALL_RULES, BY_NAME
 
 LIMITATIONS = (
@@ -26,22 +27,31 @@ LIMITATIONS = (
 def provenance(report: Report) -> list[str]:
     d0 = report.docs[0] if report.docs else {}
     pack = d0.get("pack", {})
-    config = f"`{d0['config_file']}`, sha256 `{d0.get('config_sha256')}`" if d0.get("config_file") else "none"
+    # Paths relative to the repository (or the current folder): an absolute one differs in every checkout.
+    config = (
+        f"`{shown(d0['config_file'])}`, sha256 `{d0.get('config_sha256')}`"
+        if d0.get("config_file")
+        else "none"
+    )
+    waivers = d0.get("waivers_file") or d0.get("waivers_path")
     lines = [
         "## Provenance",
         "",
         f"- Date: {report.generated}; waivers evaluated on {report.today.isoformat()}",
         f"- Git commit: `{report.commit}`",
         f"- Policy pack: `{pack.get('name', '?')}` version {pack.get('version', '?')}, {len(ALL_RULES)} rules; "
-        f"files sha256 `{pack.get('sha256', '?')}` (every file of policies/ but its virtualenv, caches and "
-        "waivers.yaml: the version alone does not change with the rules)",
-        f"- Waivers: `{d0.get('waivers_path', '?')}`, sha256 `{d0.get('waivers_sha256', '?')}`",
+        f"files sha256 `{pack.get('sha256', '?')}` (the files the pack loads, as policies/pack_files.py lists "
+        "them, waivers.yaml aside: the version alone does not change with the rules)",
+        f"- Waivers: `{shown(waivers) if waivers else '?'}`, sha256 `{d0.get('waivers_sha256', '?')}`",
         f"- Pack config: {config}",
         "",
         "| stack | plan | sha256 |",
         "|---|---|---|",
     ]
-    lines += [f"| {d['stack']} | `{d['plan']}` | `{d.get('plan_sha256', '')}` |" for d in report.docs]
+    lines += [
+        f"| {d['stack']} | `{shown(d.get('plan_file') or d['plan'])}` | `{d.get('plan_sha256', '')}` |"
+        for d in report.docs
+    ]
     return [*lines, ""]
 
 

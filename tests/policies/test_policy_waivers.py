@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import policy_fixtures as fx
 import pytest
-from policy_cli import analyze_cli
+from policy_cli import analyze_cli, run_cli
 
 from policies import waivers
 from policies.rules import ALL_RULES
@@ -66,6 +67,19 @@ def test_a_key_given_twice_in_an_entry_is_refused(tmp_path: Path) -> None:
     path.write_text("waivers:\n  - " + body.lstrip() + "    expires: 2026-12-31\n")
     with pytest.raises(waivers.WaiverError, match="key 'expires' is given twice in one mapping .*keep one"):
         waivers.read(path, rules=RULES, today=TODAY)
+
+
+@pytest.mark.parametrize("key", ["[a, b]", "{a: 1}"])
+def test_a_key_yaml_cannot_hash_is_a_clear_error_exit_2(tmp_path: Path, key: str) -> None:
+    """The duplicate-key check looked the key up before PyYAML refused it: `? [a, b]` in an entry ended the gate
+    in a bare TypeError traceback (exit 4) instead of naming the file and the line (exit 2)."""
+    plan, path = tmp_path / "dev.json", tmp_path / "waivers.yaml"
+    plan.write_text(json.dumps(fx.aws_stack()))
+    path.write_text(f"waivers:\n  - ? {key}\n    : 1\n")
+    proc = run_cli("policies.analyze", str(plan), "--out", str(tmp_path / "out"), "--waivers", str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{path}: not valid YAML" in proc.stderr and "found unhashable key" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 
 def test_waiver_matches_only_its_stacks_and_names() -> None:
