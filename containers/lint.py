@@ -13,7 +13,7 @@
   labels are set; no build argument, variable or label looks like a credential (labels are in the
   image config: anyone who can pull the image reads them); no line holds a token in a format
   Checkov's offline detectors miss (GitHub ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_, GitLab glpat-,
-  Hugging Face hf_).
+  gldt- and glcbt-, routable ones included, Hugging Face hf_ and api_org_).
 """
 
 from __future__ import annotations
@@ -47,16 +47,23 @@ _SECRET_NAME = re.compile(
 # `password=...` or `token: ...` inside a label value: a credential pasted as text.
 _SECRET_ASSIGNMENT = re.compile(_SECRET_NAME.pattern + r"[\w.-]*\s*[=:]\s*[^\s$]", re.I)
 # Token formats Checkov's offline secrets detectors do not know (checked with checkov 3.3.30: an ENV holding
-# any of these passed; its AWS key id and private key detectors do fire). Formats as their issuers publish
-# them (and gitleaks' rules): a fixed prefix and a fixed length, so text that only mentions a prefix passes.
+# any of these passed; its AWS key id and private key detectors do fire). A fixed prefix and a minimum length
+# (the issuers' and gitleaks' formats), open-ended: GitHub says its token lengths may grow (up to 255), and
+# GitLab's routable tokens run past the classic 20 characters and end in `.<version>.<crc>`. Text that only
+# mentions a prefix (`hf_hub_download`, `HF_HOME`, `glpat-` in prose) passes. Findings name the kind and the
+# line, never the token.
+_BEFORE = r"(?<![A-Za-z0-9_])"
 _TOKEN_FORMATS = (
-    ("GitHub token", re.compile(r"(?<![A-Za-z0-9_])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![A-Za-z0-9_])")),
+    ("GitHub token", re.compile(_BEFORE + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}(?![A-Za-z0-9_])")),
+    ("GitHub fine-grained token", re.compile(_BEFORE + r"github_pat_[A-Za-z0-9_]{82,}(?![A-Za-z0-9_])")),
+    # glpat- personal/project/group, gldt- deploy, glcbt- CI/CD job (`glcbt-<partition>_<token>`) tokens.
     (
-        "GitHub fine-grained token",
-        re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{82}(?![A-Za-z0-9_])"),
+        "GitLab token",
+        re.compile(_BEFORE + r"(?:glpat|gldt|glcbt)-[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]+)*(?![A-Za-z0-9_-])"),
     ),
-    ("GitLab token", re.compile(r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{20}(?![A-Za-z0-9_-])")),
-    ("Hugging Face token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z]{34}(?![A-Za-z0-9_])")),
+    ("Hugging Face token", re.compile(_BEFORE + r"hf_[A-Za-z]{34,}(?![A-Za-z0-9_])")),
+    # Organization API tokens: deprecated by Hugging Face (2023), still found in old configs.
+    ("Hugging Face organization token", re.compile(_BEFORE + r"api_org_[A-Za-z]{34,}(?![A-Za-z0-9_])")),
 )
 
 

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 # Inside the build context and let in by .dockerignore; the serving Dockerfile's MODEL_REPOSITORY.
 MODEL_REPOSITORY_CONTEXT = "build/images/serving/model_repository"
+# Left in a repository by `serving build`/`pin` and never part of the model: staged `.N.tmp` folders and
+# `.name.tmp` files of a write (serving.manifest.STAGED, atomic_write) and the lock file, which holds the pid
+# of the last writer. Neither copied into the image nor keyed: the same model gets the same build key.
+TRANSIENT = ("__pycache__", ".*.tmp", ".repository.lock")
 
 
 def prepare_model_repository(
@@ -26,10 +30,10 @@ def prepare_model_repository(
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     from serving import repository
-    from serving.manifest import read_manifest
+    from serving.manifest import LOCK, read_manifest
 
     if model_repository is not None:
-        shutil.copytree(model_repository, target, ignore=shutil.ignore_patterns("__pycache__", ".*.tmp"))
+        shutil.copytree(model_repository, target, ignore=shutil.ignore_patterns(*TRANSIENT))
     else:
         from serving.repository import BuildOptions
 
@@ -44,10 +48,12 @@ def prepare_model_repository(
             )
             bundle = make_tiny_bundle(REPO_ROOT / "build/images/serving/tiny-bundle")
             version = repository.build(bundle, target, options=BuildOptions(backend=backend))
+            (target / LOCK).unlink(missing_ok=True)
             return _model_labels(target, version, override="0") | _bundle_label(bundle)
         version = repository.build(
             bundle, target, version=model_version, options=BuildOptions(backend=backend)
         )
+        (target / LOCK).unlink(missing_ok=True)  # the pid of this build: nothing the image should carry
     manifest = read_manifest(target)
     served = manifest.get("pinned") or max(int(v) for v in manifest["versions"])
     return _model_labels(target, int(served)) | _bundle_label(bundle)
@@ -64,7 +70,7 @@ def model_inputs(*, bundle: Path | None, model_repository: Path | None, backend:
     from containers.provenance import tree_digest
 
     if model_repository is not None:
-        return "repository:" + tree_digest(model_repository)
+        return "repository:" + tree_digest(model_repository, ignore=TRANSIENT)
     if bundle is not None:
         return f"bundle:{backend}:" + tree_digest(bundle)
     return f"tiny:{backend}"

@@ -8,6 +8,7 @@ different images. Images on a local stand-in base carry 8 hex of the key in thei
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import hashlib
 import json
 import re
@@ -81,10 +82,16 @@ def build_key(image: str, version: Version, *, base_digest: str, model_tree: str
     return digest.hexdigest()
 
 
-def tree_digest(root: Path) -> str:
-    """Content hash of a folder (the model repository baked into the serving image)."""
+def tree_digest(root: Path, ignore: tuple[str, ...] = ("__pycache__",)) -> str:
+    """Content hash of a folder (the model repository baked into the serving image), without what matches
+    `ignore` (glob patterns, as `shutil.ignore_patterns`, matched against every part of a path)."""
+
+    def kept(path: Path) -> bool:
+        parts = path.relative_to(root).parts
+        return path.is_file() and not any(fnmatch.fnmatch(part, pat) for part in parts for pat in ignore)
+
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in root.rglob("*") if kept(p)):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from typing import Any, Literal
 
-from containers import docker_engine, registry
+from containers import docker_engine, registry, registry_api
 from containers.errors import ContainerError
 from containers.provenance import BUILD_KEY_LABEL
 from containers.version import REPO_ROOT, Version
@@ -72,11 +72,20 @@ def _registry_tag(repository_url: str, tag: str) -> tuple[str, str] | None:
     host, path = registry.split_repository(repository_url)
     try:
         digest = images.manifest_digest(host, path, tag)
+    except images.RegistryError as exc:
+        if exc.status == 404:
+            registry_api.absent_reason(host, path, tag)  # raises unless only the tag is missing
+            return None
+        raise ContainerError(
+            f"could not ask {repository_url} whether tag {tag} exists: {exc}"
+            + (f". {registry.read_access_hint(host)}" if exc.status in (401, 403) else "")
+        ) from None
+    try:
         labels = images.resolve(f"{host}/{path}@{digest}")["labels"]
     except images.RegistryError as exc:
-        if exc.status == 404:  # no such tag (or repository) yet
-            return None
-        raise ContainerError(f"could not ask {repository_url} whether tag {tag} exists: {exc}") from None
+        raise ContainerError(
+            f"{repository_url}:{tag} names {digest}, but its config could not be read: {exc}"
+        ) from None
     return digest, str(labels.get(BUILD_KEY_LABEL, ""))
 
 
@@ -93,12 +102,15 @@ def _check_tag_free(repository_url: str, tag: str, build_key: str | None) -> tup
 
 
 def check_registry(repository_url: str, tag: str, build_key: str | None = None) -> None:
-    """Before anything is built: the registry answers and lets this machine read (the confirmation after the
-    push reads it the same way), and, given the build key, `tag` does not already name other inputs.
+    """Before anything is built: the address is a registry (`GET /v2/`), it lets this machine read (the
+    confirmation after the push reads it the same way), the repository exists or will be created by the push,
+    and, given the build key, `tag` does not already name other inputs.
 
-    A registry that is down, a wrong address or a refused login otherwise surfaces only at the push, after
-    minutes of building (and a refused read, after the push, with no record written)."""
+    A registry that is down, a wrong address, a missing ECR/Artifact Registry repository or a refused login
+    otherwise surfaces only at the push, after minutes of building (and a refused read, after the push, with no
+    record written)."""
     try:
+        registry_api.check_api(registry.split_repository(repository_url)[0])
         if build_key is None:
             _registry_tag(repository_url, tag)
         else:

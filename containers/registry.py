@@ -105,8 +105,15 @@ def manifest_digest(ref: str) -> str:
         # The engine pushed with its own login; this check reads only what registry_auth reads.
         raise ContainerError(
             f"{ref} was pushed, but the registry's manifest answer could not confirm its digest: {exc}. "
-            f"Give this check read access to {host}: `docker login {host}` (a $DOCKER_CONFIG/config.json "
-            "entry or credential helper; buildah's own auth.json is not read), or run where the cloud "
-            "identity opens it (ECR, Artifact Registry, ACR; PIPELINE_REGISTRY_AUTH=ecr|gar|acr for "
-            "another host name)"
+            + read_access_hint(host)
         ) from None
+
+
+def read_access_hint(host: str) -> str:
+    """Where the checks that read a registry (before the build, after the push) take credentials from."""
+    return (
+        f"Give this check read access to {host}: `docker login {host}` (a $DOCKER_CONFIG/config.json "
+        "entry or credential helper; buildah's own auth.json is not read), or run where the cloud "
+        "identity opens it (ECR, Artifact Registry, ACR; PIPELINE_REGISTRY_AUTH=ecr|gar|acr for "
+        "another host name)"
+    )

@@ -72,3 +72,41 @@ def test_model_inputs_follow_the_bytes_and_the_backend(tmp_path: Path) -> None:
     assert key != model_inputs(bundle=first, model_repository=None, backend="onnxruntime")
     assert key != model_inputs(bundle=None, model_repository=first, backend="python")
     assert model_inputs(bundle=None, model_repository=None, backend="python") == "tiny:python"
+
+
+def _ready_repository(folder: Path) -> Path:
+    """A ready-made repository as `serving build` leaves it: manifest, one version folder, and its lock file."""
+    (folder / "classifier/3").mkdir(parents=True)
+    (folder / "classifier/3/model.onnx").write_bytes(b"weights")
+    (folder / "repository.json").write_text(
+        '{"format_version": 2, "pinned": null, "versions": {"3": {"dataset_manifest_sha256": "d"}}}\n'
+    )
+    (folder / ".repository.lock").write_text("4242")
+    return folder
+
+
+def test_a_ready_repository_keys_and_copies_without_its_lock_and_temporary_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model-repository` is copied without `.*.tmp` files and the lock; they must not change the key either
+    (a killed `serving build` or pin leaves them, the lock holds the last writer's pid)."""
+    from containers import model_repository
+
+    repo = _ready_repository(tmp_path / "repo")
+    key = model_inputs(bundle=None, model_repository=repo, backend="python")
+    (repo / ".repository.lock").write_text("9999")
+    (repo / ".repository.json.k3j2.tmp").write_text("{")
+    (repo / "classifier/.4.tmp").mkdir()
+    (repo / "classifier/.4.tmp/model.onnx").write_bytes(b"half written")
+    assert model_inputs(bundle=None, model_repository=repo, backend="python") == key
+    (repo / "classifier/3/model.onnx").write_bytes(b"other weights")
+    assert model_inputs(bundle=None, model_repository=repo, backend="python") != key
+
+    monkeypatch.setattr(model_repository, "REPO_ROOT", tmp_path / "checkout")  # not the real build context
+    labels = model_repository.prepare_model_repository(
+        bundle=None, model_repository=repo, model_version=None, backend="python"
+    )
+    target = tmp_path / "checkout" / model_repository.MODEL_REPOSITORY_CONTEXT
+    copied = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    assert labels["model_version"] == "3"
+    assert copied == ["classifier", "classifier/3", "classifier/3/model.onnx", "repository.json"], copied

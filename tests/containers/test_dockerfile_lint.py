@@ -88,6 +88,39 @@ def test_project_rules_catch_known_token_formats(tmp_path: Path, line: str) -> N
     assert all(GITHUB_CLASSIC not in f.message and HUGGING_FACE not in f.message for f in findings)
 
 
+# Formats the fixed lengths missed: GitHub's longer tokens (it says lengths may grow, up to 255), GitLab's
+# routable tokens (`glpat-<payload>.<version>.<crc>`, 37 to 310 characters), its deploy and CI/CD job tokens, and
+# Hugging Face's (deprecated, still found) organization tokens.
+LONGER_TOKENS = {
+    "GitHub token": "ghp_" + "R2x9kQ7vLm4TzP8wYc3NbF6hJd1sAe5uVo0G" + "Xy7Kq2",
+    "GitLab routable token": "glpat-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + ".01.0z1a2b3c4",
+    "GitLab deploy token": "gldt-" + "Zq8Xw7Vu6Ts5Rq4Po3Nm",
+    "GitLab CI/CD job token": "glcbt-" + "64_" + "aB3dE5gH7jK9mN1pQ3sT",
+    "Hugging Face organization token": "api_org_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LONGER_TOKENS))
+def test_project_rules_catch_longer_and_newer_token_formats(tmp_path: Path, kind: str) -> None:
+    token = LONGER_TOKENS[kind]
+    path = tmp_path / "Dockerfile"
+    path.write_text(GOOD_FINAL.replace("USER 10001", f"ENV X={token}\nUSER 10001"))
+    findings = [f for f in lint.project_rules(path) if f.rule == "no-secrets"]
+    assert findings, kind
+    assert all(token not in str(f) and token[8:20] not in str(f) for f in findings), findings
+
+
+def test_prose_about_hugging_face_and_gitlab_settings_passes(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    extra = (
+        "# weights come from hf_hub_download at build time; HF_HOME points at the cache\n"
+        "# a glpat- or gldt- token is read from the CI variable, never written here\n"
+        "ENV HF_HOME=/cache/huggingface HF_HUB_DISABLE_TELEMETRY=1\n"
+    )
+    path.write_text(GOOD_FINAL.replace("USER 10001", extra + "USER 10001"))
+    assert lint.project_rules(path) == []
+
+
 def test_text_that_only_mentions_a_token_prefix_passes(tmp_path: Path) -> None:
     path = tmp_path / "Dockerfile"
     extra = (

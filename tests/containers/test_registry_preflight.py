@@ -14,15 +14,18 @@ import crypt  # bcrypt hashes for the registry's htpasswd file (Python 3.11: dep
 import json
 import os
 import shutil
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from containers import build, buildah, publish, services
+from containers import build, buildah, model_repository, publish, services
 from containers.provenance import BUILD_KEY_LABEL
 from containers.version import Version
 from localservers import free_port
@@ -106,6 +109,7 @@ def test_a_registry_that_refuses_this_machine_stops_the_build_before_it_starts(
     err = capsys.readouterr().err
     assert locked_registry in err and "HTTP 401" in err and "Nothing was built" in err, err
     assert ("refused" if password else "none apply") in err, err
+    assert "buildah's own auth.json is not read" in err, err  # where this check reads credentials from
     assert not (tmp_path / "record.json").exists()
 
 
@@ -149,4 +153,85 @@ def test_a_tag_that_names_other_inputs_stops_the_build_before_it_starts(
     err = capsys.readouterr().err
     assert f"{registry}/training:{VERSION.tag} already names {tiny_image['digest']}" in err, err
     assert "built from other inputs" in err and "Nothing was built" in err, err
+    assert not (tmp_path / "record.json").exists()
+
+
+@pytest.fixture(scope="module")
+def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A plain HTTP file server (a wrong address): it answers 404 to every registry path."""
+    handler = partial(SimpleHTTPRequestHandler, directory=str(tmp_path_factory.mktemp("www")))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+def test_an_address_that_is_not_a_registry_stops_the_build_before_it_starts(
+    never_build: None, web_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _build(web_server, tmp_path / "record.json", "--base", "local") == 1
+    err = capsys.readouterr().err
+    assert f"http://{web_server}/v2/ answered HTTP 404" in err and "not a container registry" in err, err
+    assert "Nothing was built" in err, err
+    assert not (tmp_path / "record.json").exists()
+
+
+def test_a_repository_the_registry_will_not_create_stops_the_build_before_it_starts(
+    never_build: None,
+    open_registry: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The registry's host names ECR (as a custom domain would): repositories must exist before the push.
+    monkeypatch.setenv("PIPELINE_REGISTRY_AUTH", "ecr")
+    registry = f"{open_registry}/missing-{uuid.uuid4().hex[:8]}"
+    assert _build(registry, tmp_path / "record.json", "--base", "local") == 1
+    err = capsys.readouterr().err
+    assert f"the repository {registry}/training does not exist (the registry answered NAME_UNKNOWN" in err, (
+        err
+    )
+    assert "ECR does not create repositories on push" in err and "Nothing was built" in err, err
+    assert not (tmp_path / "record.json").exists()
+
+
+def test_a_missing_tag_or_a_repository_the_push_creates_passes_the_check(
+    open_registry: str, tiny_image: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repository = f"{open_registry}/fresh-{uuid.uuid4().hex[:8]}/training"
+    publish.check_registry(repository, VERSION.tag)  # distribution creates the repository on the first push
+    publish.push(tiny_image, repository, VERSION, builder="buildah", client=None)
+    monkeypatch.setenv("PIPELINE_REGISTRY_AUTH", "ecr")
+    publish.check_registry(repository, "0.2.0-def5678")  # MANIFEST_UNKNOWN: only the tag is missing
+
+
+def test_a_refused_serving_tag_stops_the_build_before_the_training_image_is_built(
+    never_build: None,
+    open_registry: str,
+    tiny_image: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every image's key and tag are checked before any build: the serving tag naming other inputs used to be
+    found after the training image was built and pushed, and the run said "Nothing was built"."""
+    registry = f"{open_registry}/both-{uuid.uuid4().hex[:8]}"
+    serving_tag = VERSION.for_model("3").tag
+    foreign = {**tiny_image, "tags": list(tiny_image["tags"]), "version": serving_tag}
+    publish.push(foreign, f"{registry}/serving", VERSION, builder="buildah", client=None)
+    monkeypatch.setattr(build, "_base", lambda image, *_: (None, build.pinned_base(image).partition("@")[2]))
+    monkeypatch.setattr(model_repository, "REPO_ROOT", tmp_path / "checkout")  # not the real build context
+    ready = tmp_path / "models"
+    (ready / "classifier/3").mkdir(parents=True)
+    (ready / "classifier/3/model.onnx").write_bytes(b"weights")
+    (ready / "repository.json").write_text('{"format_version": 2, "versions": {"3": {}}}\n')
+    code = _build(registry, tmp_path / "record.json", "--base", "nvidia", "--model-repository", str(ready))
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"{registry}/serving:{serving_tag} already names {foreign['digest']}" in err, err
+    assert "Nothing was built" in err, err
     assert not (tmp_path / "record.json").exists()
