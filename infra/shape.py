@@ -55,7 +55,10 @@ class PrefixGrant:
 
 # Least privilege below bucket level: identity -> object prefixes it may read or write.
 PREFIX_ACCESS: Mapping[str, tuple[PrefixGrant, ...]] = {
-    "trainer": (),
+    # The pipeline's drift-check step reads the reference and its promote step replaces it (the drift job's
+    # reference of the promoted model, `reference.jsonl`): replacing an object is a delete on GCS, which
+    # `models: WRITE` (create only) lacks, and reading it back is nowhere else in the trainer's models access.
+    "trainer": (PrefixGrant("models", REFERENCE_PREFIX, Access.READ_WRITE),),
     # Triton writes sampled inference records and the opt-in raw sample; it cannot read them back.
     "server": (
         PrefixGrant("logs", INFERENCE_PREFIX, Access.WRITE),

@@ -54,23 +54,33 @@ def container_assignments(identity: str) -> list[Assignment]:
 _BLOBS = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs"
 
 
+# Storage Blob Data Contributor's data actions besides read and the writes: READ_WRITE limits them too, or the
+# conditional role would delete or rename (move) any blob of the container.
+BLOB_DELETE_DATA_ACTIONS = (f"{_BLOBS}/delete", f"{_BLOBS}/move/action")
+
+
 def prefix_condition(access: Access, prefixes: tuple[str, ...]) -> str:
     """ABAC condition (version 2.0) that limits a container role to blobs under `prefixes`: reading and
-    listing for readers, writing for writers (learn.microsoft.com/azure/storage/blobs/
-    storage-auth-abac-examples, "Read or list blobs in named folders")."""
+    listing for readers, writing for writers, all of them and deleting for read-writers
+    (learn.microsoft.com/azure/storage/blobs/storage-auth-abac-examples, "Read or list blobs in named folders",
+    "Read, write, or delete blobs in named containers"). Each data action the role has is limited: an action
+    the condition leaves out is allowed on every blob of the container."""
 
     def under(attribute: str) -> str:
         return " OR ".join(f"{attribute} StringStartsWith '{p}'" for p in prefixes)
 
     path = under(f"@Resource[{_BLOBS}:path]")
-    if access is Access.READ:
-        read = f"ActionMatches{{'{_BLOBS}/read'}}"
-        return (
-            f"((!({read} AND NOT SubOperationMatches{{'Blob.List'}})) OR ({path})) AND "
-            f"((!({read} AND SubOperationMatches{{'Blob.List'}})) OR ({under(f'@Request[{_BLOBS}:prefix]')}))"
-        )
+    read = f"ActionMatches{{'{_BLOBS}/read'}}"
+    listing = (
+        f"((!({read} AND SubOperationMatches{{'Blob.List'}})) OR ({under(f'@Request[{_BLOBS}:prefix]')}))"
+    )
     writes = " AND ".join(f"!(ActionMatches{{'{a}'}})" for a in BLOB_WRITE_DATA_ACTIONS)
-    return f"(({writes}) OR ({path}))"
+    if access is Access.READ:
+        return f"((!({read} AND NOT SubOperationMatches{{'Blob.List'}})) OR ({path})) AND {listing}"
+    if access is Access.WRITE:
+        return f"(({writes}) OR ({path}))"
+    deletes = " AND ".join(f"!(ActionMatches{{'{a}'}})" for a in BLOB_DELETE_DATA_ACTIONS)
+    return f"((!({read} AND NOT SubOperationMatches{{'Blob.List'}}) AND {writes} AND {deletes}) OR ({path})) AND {listing}"
 
 
 @dataclass(frozen=True, slots=True)

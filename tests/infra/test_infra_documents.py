@@ -74,6 +74,26 @@ def test_trainer_statements_exact() -> None:
             "Action": ["s3:ListBucket"],
             "Resource": ["arn:aws:s3:::acme-mlp-dev-splits"],
         },
+        # The drift reference: read by the pipeline's drift check, replaced by its promote step.
+        {
+            "Sid": "ModelsReferenceReadWrite",
+            "Effect": "Allow",
+            "Action": [
+                "s3:AbortMultipartUpload",
+                "s3:DeleteObject",
+                "s3:GetObject",
+                "s3:GetObjectVersion",
+                "s3:PutObject",
+            ],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-models/reference/*"],
+        },
+        {
+            "Sid": "ModelsReferenceList",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": ["arn:aws:s3:::acme-mlp-dev-models"],
+            "Condition": {"StringLike": {"s3:prefix": ["reference", "reference/*"]}},
+        },
     ]
     assert documents.key_statement("trainer", KEY) == {
         "Sid": "EnvironmentKey",

@@ -285,3 +285,35 @@ def test_the_test_job_installs_what_ci_run_installs() -> None:
     runs = " ".join(s.get("run", "") for s in _load("ci.yml")["jobs"]["test"]["steps"])
     installed = set(re.findall(r"apt-get install ([^&|;]+)", runs)[0].split())
     assert wanted <= installed, f"the test job does not install {sorted(wanted - installed)}"
+
+
+def _command(script: str, start: str) -> str:
+    """`start`'s whole command in a run script: its line and the continuation lines after it."""
+    lines = script[script.index(start) :].splitlines()
+    end = next(i for i, line in enumerate(lines) if not line.rstrip().endswith("\\"))
+    return " ".join(lines[: end + 1])
+
+
+@pytest.mark.parametrize(
+    ("workflow", "job_name", "command", "stack"),
+    [
+        ("main.yml", "promote-dev", "python -m promotion promote", "dev"),
+        ("promote.yml", "gates", "python -m promotion promote", '"$TARGET"'),
+        ("promote.yml", "gates", "python -m promotion rollback", '"$TARGET"'),
+    ],
+)
+def test_promotions_and_rollbacks_write_the_drift_reference_where_the_stacks_drift_job_reads_it(
+    workflow: str, job_name: str, command: str, stack: str
+) -> None:
+    # Without it each promotion left the drift job comparing the new model's records with the old model's
+    # reference: it refused every window until someone rebuilt the reference by hand.
+    job = _load(workflow)["jobs"][job_name]
+    (step,) = [s for s in job["steps"] if command in s.get("run", "")]
+    script = step["run"]
+    locate = script.index(f"reference=$(.github/scripts/drift-reference.sh {stack})")
+    assert 'drift=(--drift-reference "$reference")' in script
+    assert locate < script.index(command) and '"${drift[@]}"' in _command(script, command)
+    if stack != "dev":
+        assert step["env"]["TARGET"] == "${{ inputs.environment }}"
+    # The script reads the stack's outputs: the state backend's login is in the step.
+    assert {"PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL"} <= set(step["env"])
