@@ -306,6 +306,10 @@ def outcome(status: Mapping[str, str], work: Path, interrupted_before: str | Non
     """What the run came to. `interrupted_before`: the first step a signal kept from running (with the signal),
     which makes every later "skipped" the signal's doing, not the run's decision."""
     failed = [name for name, s in status.items() if s == "failed"]
+    rerun = _decision(work, "promote").get("drift_reference_command") if failed == ["promote"] else None
+    if rerun:
+        # The promotion stood and only its drift reference is missing: "failed at promote" had it promoted again.
+        return f"promoted, but its drift reference was not written: {rerun}"
     if failed:
         return f"failed at {failed[0]}"
     if interrupted_before:

@@ -301,42 +301,6 @@ def images(args: argparse.Namespace) -> int:
     return 0
 
 
-def promote(args: argparse.Namespace) -> int:
-    # promotion's CLI entry, not its bare `main`: a SIGTERM to this step (the runner stopping it, a deleted pod) then
-    # stops the deploy and removes the environment's lock, as for `python -m promotion`. Python's default used to
-    # end this process on the spot, leaving the lock for every later promotion to be refused on.
-    from promotion.__main__ import cli as promotion_cli
-    from promotion.registry import default_registry_uri
-    from training.retry import object_store
-
-    registry = default_registry_uri()
-    if _in_pod() and _file_store(registry):
-        _warn_mlflow_in_pod(f"registry (model version and the {args.env} alias)", registry)
-    candidate = args.candidate
-    if object_store(args.store) and (Path(candidate) / "export" / "metadata.json").is_file():
-        # The registry version's source and the record's lineage must outlive WORK (on the cluster a volume deleted
-        # with the workflow), and a tracking server refuses a version whose files are local: promote the store's
-        # copy (what `images` published; content-addressed, so publishing again writes the same place).
-        candidate = publish_candidate(Path(candidate), args.store, args.model)
-        print(f"promoting the candidate's copy in the store: {candidate}")
-    argv = ["promote", "--env", args.env, "--candidate", candidate, "--store", args.store]
-    argv += ["--model-name", args.model]
-    if args.loadtest:
-        argv += ["--loadtest", args.loadtest]
-    if args.local == "true":
-        argv += ["--local-run", "--no-images"]
-    else:  # what the images step resolved and verified by digest
-        argv += ["--build-record", str(Path(args.candidate) / "build-record.json")]
-    # drift-check's reference becomes the promoted model's: the next check refuses (exit 2) the new model's window
-    # against the old one's records. A manifest.json names its own run: nothing to replace (pipeline/README.md).
-    if args.drift_reference and not args.drift_reference.endswith("manifest.json"):
-        argv += ["--drift-reference", args.drift_reference]
-    rc = promotion_cli(argv)
-    # 1 = a gate rejected the candidate: a decision (recorded by promotion), not a broken step.
-    _write(args.out, {"promoted": rc == 0, "exit_code": rc})
-    return 0 if rc in (0, 1) else rc
-
-
 def _data_args(p: argparse.ArgumentParser) -> None:
     from pipeline.dag import Params
 
@@ -397,4 +361,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where drift-check reads its reference: the promoted run's goes there",
     )
     s.add_argument("--out", type=Path, default=None)
+    from pipeline.promote_step import promote  # it uses this module's helpers
+
     s.set_defaults(func=promote)

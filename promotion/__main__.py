@@ -63,13 +63,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _drift_reference(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+def _drift_reference(p: argparse.ArgumentParser, *, rerun: bool = False) -> None:
+    where = (
+        "the prefix the environment's drift job reads (stack: its models bucket's reference/, "
+        "s3://<models>/reference/) or a .jsonl file"
+    )
     p.add_argument(
         "--drift-reference",
-        required=required,
+        required=rerun,
         default=None,
-        help="once done, write the served run's drift reference here: the prefix the environment's drift job reads "
-        "(stack: its models bucket's reference/, s3://<models>/reference/) or a .jsonl file",
+        help=f"where to write the drift reference of the version the environment serves now: {where}"
+        if rerun
+        else f"once done, write the served run's drift reference here: {where}",
     )
 
 
@@ -144,7 +149,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
     )
-    _drift_reference(p, required=True)
+    _drift_reference(p, rerun=True)
     p = sub.add_parser("history", help="list the environment's promotions and rollbacks")
     _common(p)
     p = sub.add_parser(
@@ -325,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         if outcome.unfinished:  # done, and said so above; what is left undone is exit 2 with its command
             print(f"promotion: {outcome.unfinished}", file=sys.stderr)
             return 2
-        if outcome.record.get("drift_reference"):
-            print(shown(outcome.record["drift_reference"]))
+        if outcome.drift_reference:
+            print(shown(outcome.drift_reference))
         return 0 if outcome.record["decision"] in ("promote", "rollback") else 1  # deploy_failed: 1
     except PromotionError as exc:
         print(f"promotion: {exc}", file=sys.stderr)

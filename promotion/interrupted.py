@@ -155,7 +155,8 @@ def write(store: ModelStore, record: dict[str, Any], timeout_s: float | None = N
 
 @contextlib.contextmanager
 def writes_held(max_s: float | None = None) -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait for the body (the record, the history, the alias) and are delivered after it.
+    """Ctrl-C and SIGTERM wait for the body (the record, the history, the alias, the drift reference) and are
+    delivered after it.
 
     Once the smoke check has passed the new image is live: stopped between the record, the history and the alias,
     a promotion left the image serving with no history entry (a rollback would restore the wrong version) or an
@@ -186,7 +187,7 @@ def writes_held(max_s: float | None = None) -> Iterator[None]:
         pending.append(signum)
         print(
             f"promotion: {signal.Signals(signum).name} received while the promotion is being recorded: it ends once "
-            f"the record, history and alias are written (at most {wait:g} s; again to stop now)",
+            f"the record, history, alias and drift reference are written (at most {wait:g} s; again to stop now)",
             file=sys.stderr,
             flush=True,
         )

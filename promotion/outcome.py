@@ -14,6 +14,9 @@ class Outcome:
     """What the pipeline deploys: stack, model version, serving image by digest (None when rejected)."""
     unfinished: str | None = None
     """Done, but something after it was not (the drift reference not written): the message, with what to run (exit 2)."""
+    drift_reference: dict[str, Any] | None = None
+    """The drift reference written once done (drift_reference.ATTACHMENT's content); None when none was asked for or
+    it was not written."""
 
 
 def deploy_summary(record: dict[str, Any]) -> dict[str, Any]:

@@ -235,13 +235,9 @@ def _promote(
             interrupted.keep(store, record, image=image, served_before=previous, step=step, stop=stop)
             raise
         try:
-            with interrupted.writes_held():  # live and checked: record, history and alias are written whole
-                if live_loadtest:
-                    # Judges the next environment (its `loadtest_from`): kept beside the record.
-                    store.write_attachment(record["record_id"], LIVE_LOADTEST, live_loadtest)
-                outcome = _record_and_move(
-                    _naming(record, prepared), environment, store=store, registry=registry
-                )
+            return _recorded(
+                record, prepared, environment, store=store, registry=registry, live=live_loadtest
+            )
         except RegistryError as exc:
             if prepared is None:
                 raise
@@ -249,34 +245,36 @@ def _promote(
             raise RegistryError(
                 f"{exc}. Then write its drift reference, not written either: {rerun}"
             ) from exc
-        return _published(outcome, prepared, environment, store)
-    with interrupted.writes_held():
-        outcome = _record_and_move(_naming(record, prepared), environment, store=store, registry=registry)
-    return _published(outcome, prepared, environment, store)
+    return _recorded(record, prepared, environment, store=store, registry=registry, live=None)
 
 
-def _naming(record: dict[str, Any], prepared: drift_reference.Prepared | None) -> dict[str, Any]:
-    """A promotion's record names the drift reference it writes; a rejected or failed one names none."""
-    if prepared is not None and record["decision"] == "promote":
-        record["drift_reference"] = prepared.summary
-        validate_record(record)
-    return record
-
-
-def _published(
-    outcome: Outcome, prepared: drift_reference.Prepared | None, environment: str, store: ModelStore
+def _recorded(
+    record: dict[str, Any],
+    prepared: drift_reference.Prepared | None,
+    environment: str,
+    *,
+    store: ModelStore,
+    registry: Registry,
+    live: bytes | None,
 ) -> Outcome:
-    """The drift reference written once the promotion is done (record, history, alias): never for a refused or
-    failed one, which leaves the previous reference. A write that fails does not undo the promotion: exit 2 says
-    so and gives the command that writes it."""
-    if prepared is None or outcome.record["decision"] != "promote":
-        return outcome
+    """Record, history and alias, then the drift reference (never for a refused or failed promotion, which leaves
+    the previous one), all under `writes_held`: a Ctrl-C or SIGTERM once the promotion stands used to end it before
+    the reference was written, with nothing saying so."""
+    outcome = None
     try:
-        drift_reference.publish(prepared)
-    except PromotionError as exc:
-        done = f"{environment} was promoted (record {outcome.record['record_id']})"
-        why = drift_reference.not_written(done, prepared.location, str(exc), environment, store)
-        return dataclasses.replace(outcome, unfinished=why)
+        with interrupted.writes_held():
+            if live:
+                # Judges the next environment (its `loadtest_from`): kept beside the record.
+                store.write_attachment(record["record_id"], LIVE_LOADTEST, live)
+            outcome = _record_and_move(record, environment, store=store, registry=registry)
+            if prepared is not None and record["decision"] == "promote":
+                done = f"{environment} was promoted (record {record['record_id']})"
+                outcome = drift_reference.written_after(
+                    outcome, prepared, done=done, environment=environment, store=store, by="promote"
+                )
+    except interrupted.STOPPED:
+        drift_reference.told_when_stopped(outcome)
+        raise
     return outcome
 
 

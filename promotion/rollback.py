@@ -105,30 +105,35 @@ def _rollback(
         requested_by=requested_by,
         registry_uri=registry.shown_uri,
     )
-    # The restored record's own drift reference is the one its promotion wrote, since replaced: this record names
-    # only what this rollback writes.
+    # A record from before the reference was kept beside its record (drift_reference.ATTACHMENT) names its own,
+    # since replaced: a rollback record names none (what this rollback wrote is beside it).
     record.pop("drift_reference", None)
     prepared, not_built = None, None
     if drift_reference_to:
         # Built before anything is written, but a rollback is not refused for it: the model goes back first.
         try:
             prepared = drift_reference.for_record(restored, drift_reference_to)
-            record["drift_reference"] = prepared.summary
         except PromotionError as exc:
             not_built = str(exc)
     check_restored(record, store.record_uri(previous.record_id), environment, previous.version)
-    with interrupted.writes_held():
-        outcome = _record_rollback(record, environment, previous, current, store=store, registry=registry)
-    if drift_reference_to is None:
-        return outcome
+    done = f"{environment} was rolled back to version {previous.version} (record {record['record_id']})"
+    outcome = None
     try:
-        if prepared is None:
-            raise PromotionError(str(not_built))
-        drift_reference.publish(prepared)
-    except PromotionError as exc:
-        done = f"{environment} was rolled back to version {previous.version} (record {record['record_id']})"
-        why = drift_reference.not_written(done, drift_reference_to, str(exc), environment, store)
-        return dataclasses.replace(outcome, unfinished=why)
+        # The reference too: a Ctrl-C or SIGTERM held until the alias moved used to end the rollback before it.
+        with interrupted.writes_held():
+            outcome = _record_rollback(record, environment, previous, current, store=store, registry=registry)
+            if prepared is not None:
+                outcome = drift_reference.written_after(
+                    outcome, prepared, done=done, environment=environment, store=store, by="rollback"
+                )
+            elif not_built is not None:
+                why = drift_reference.not_written(
+                    done, str(drift_reference_to), not_built, environment, store
+                )
+                outcome = dataclasses.replace(outcome, unfinished=why)
+    except interrupted.STOPPED:
+        drift_reference.told_when_stopped(outcome)
+        raise
     return outcome
 
 

@@ -84,7 +84,55 @@ def test_a_local_run_that_promotes_writes_the_drift_reference_drift_check_reads(
     assert json.loads((work / "decisions" / "promote.json").read_text())["promoted"] is True, out[-4000:]
     written = [json.loads(line) for line in (reference / "reference.jsonl").read_text().splitlines()]
     assert {r["model_version"] for r in written} == {"7"} and len(written) > 10
-    record = next(
-        json.loads(p.read_text()) for p in (tmp_path / "store" / "sentiment" / "records").glob("*.json")
+    assert json.loads((work / "decisions" / "promote.json").read_text())["drift_reference_written"] is True
+    # Said beside the promotion record (written before the reference, never rewritten).
+    note = next((tmp_path / "store" / "sentiment" / "records").glob("*.drift-reference.json"))
+    assert json.loads(note.read_text())["uri"] == f"{reference}/reference.jsonl"
+
+
+def test_a_promotion_whose_reference_cannot_be_written_is_recorded_as_promoted_with_the_command(
+    tmp_path: Path,
+    world: dict[str, Any],  # noqa: F811 - the fixture imported above
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The step fails (exit 2) but its decision says promoted: `promoted: false` beside "failed at promote" had an
+    operator promote again a model that was promoted."""
+    from pipeline.cli import main as pipeline_main
+    from pipeline.runner import outcome
+    from promotion.__main__ import main as promotion_main
+
+    monkeypatch.setenv("TRAINING_CACHE_DIR", str(world["base"] / "cache"))
+    monkeypatch.setenv("MLFLOW_REGISTRY_URI", f"sqlite:///{tmp_path / 'registry.db'}")
+    monkeypatch.chdir(tmp_path)  # the promotion's default policy report: reports/policy/<stack>.json
+    policy = tmp_path / "reports" / "policy" / "dev.json"
+    policy.parent.mkdir(parents=True)
+    policy.write_text(json.dumps({"stack": "dev", "violations": [], "waived": [], "policies": []}))
+    loadtest = tmp_path / "loadtest.json"
+    loadtest.write_text(json.dumps({"results": [{"concurrency": 1, "requests": 50, "rps": 40.0, "p50_ms": 10.0,
+                                                 "p95_ms": 15.0, "p99_ms": 20.0, "errors": 0}]}))  # fmt: skip
+    work = tmp_path / "work"
+    run = finished_run(work / "candidate", world, "7")
+    blocker = tmp_path / "refs"
+    blocker.write_text("a file where the folder should be")
+    store = str(tmp_path / "store")
+    rc = pipeline_main([
+        "step", "promote", "--candidate", str(run), "--store", store, "--model", "sentiment", "--env", "dev",
+        "--local", "true", "--loadtest", str(loadtest), "--drift-reference", f"{blocker}/dev/",
+        "--out", str(work / "decisions" / "promote.json"),
+    ])  # fmt: skip
+    assert rc == 2, capsys.readouterr().err
+    decision = json.loads((work / "decisions" / "promote.json").read_text())
+    assert decision["promoted"] is True and decision["decision"] == "promote", decision
+    assert decision["drift_reference_written"] is False
+    command = decision["drift_reference_command"]
+    assert command.startswith(f"python -m promotion reference --env dev --drift-reference {blocker}/dev/ ")
+    assert (
+        outcome({"promote": "failed"}, work)
+        == f"promoted, but its drift reference was not written: {command}"
     )
-    assert record["drift_reference"]["uri"] == f"{reference}/reference.jsonl"
+
+    blocker.unlink()
+    assert promotion_main(command.split()[3:]) == 0, capsys.readouterr().err
+    written = [json.loads(line) for line in (blocker / "dev" / "reference.jsonl").read_text().splitlines()]
+    assert {r["model_version"] for r in written} == {"7"}

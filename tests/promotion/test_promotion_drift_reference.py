@@ -16,6 +16,7 @@ import hashlib
 import json
 import shlex
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,16 @@ def versions(path: Path) -> set[Any]:
     return {json.loads(line)["model_version"] for line in path.read_text().splitlines()}
 
 
+def attachment(record_uri: str) -> dict[str, Any] | None:
+    """The note a written reference leaves beside its record (drift_reference.ATTACHMENT), or None."""
+    path = Path(record_uri.removesuffix(".json") + ".drift-reference.json")
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def record_of(store: str, model: str, record_id: str) -> str:
+    return str(Path(store) / model / "records" / f"{record_id}.json")
+
+
 def drift_rc(reference: str, current: Path, out: Path) -> int:
     from monitoring.cli import main as monitoring_main
 
@@ -119,10 +130,11 @@ def test_promote_writes_the_promoted_runs_reference_that_the_drift_job_accepts(
     written = prefix / "reference.jsonl"
     assert versions(written) == {"7"} and [p.name for p in prefix.iterdir()] == ["reference.jsonl"]
     assert f"drift reference: {written} (" in out and "model_version=7" in out
-    # The record names it.
+    # Said beside the record, which is written before the reference (records are never rewritten).
     record_uri = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("record: "))
-    named = json.loads(Path(record_uri).read_text())["drift_reference"]
-    assert named["uri"] == str(written) and named["model_version"] == "7"
+    assert "drift_reference" not in json.loads(Path(record_uri).read_text())
+    named = attachment(record_uri)
+    assert named["uri"] == str(written) and named["model_version"] == "7" and named["by"] == "promote"
     assert (
         named["rows"]
         == len(written.read_text().splitlines())
@@ -177,6 +189,13 @@ def test_a_reference_that_cannot_be_written_keeps_the_promotion_and_names_the_co
     )
     err = capsys.readouterr().err
     assert "dev was promoted (record " in err and "Nothing was undone" in err
+    # Its record, never rewritten, does not claim a reference that was never written; nothing beside it does either.
+    record_uri = record_of(
+        inputs["store"], "m-unwritable", err.split("dev was promoted (record ", 1)[1].split(")")[0]
+    )
+    assert (
+        "drift_reference" not in json.loads(Path(record_uri).read_text()) and attachment(record_uri) is None
+    )
     assert main(["history", "--env", "dev", "--store", inputs["store"], "--model-name", "m-unwritable"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "dev serves: 1"
     command = shlex.split(err.rsplit("write the reference: ", 1)[1].strip())
@@ -185,6 +204,7 @@ def test_a_reference_that_cannot_be_written_keeps_the_promotion_and_names_the_co
     blocker.unlink()
     assert main(command[3:]) == 0, capsys.readouterr().err
     assert versions(blocker / "dev" / "reference.jsonl") == {"7"}
+    assert (attachment(record_uri) or {}).get("by") == "reference"
 
 
 def test_rollback_restores_the_reference_of_the_version_it_goes_back_to(
@@ -192,18 +212,73 @@ def test_rollback_restores_the_reference_of_the_version_it_goes_back_to(
     world: dict[str, Any],  # noqa: F811 - the fixture imported above
     inputs: dict[str, str],
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     written = tmp_path / "reference" / "reference.jsonl"
     flag = ["--drift-reference", str(written.parent)]
-    assert promote(inputs, run_of(tmp_path / "run7", world, "7"), "m-rollback", *flag) == 0
-    assert promote(inputs, run_of(tmp_path / "run8", world, "8"), "m-rollback", *flag) == 0
+    run7 = run_of(tmp_path / "run7", world, "7")
+    assert promote(inputs, run7, "m-rollback", *flag) == 0
+    # Ctrl-C once the alias moved: held until the promotion is whole, the reference included (it was delivered
+    # before the reference was written, and nothing said so).
+    set_alias = Registry.set_alias
+
+    def interrupted_after(self: Registry, *args: Any) -> None:
+        set_alias(self, *args)
+        signal.raise_signal(signal.SIGINT)
+
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(Registry, "set_alias", interrupted_after)
+        promote(inputs, run_of(tmp_path / "run8", world, "8"), "m-rollback", *flag)
     assert versions(written) == {"8"}
     common = ["--env", "dev", "--store", inputs["store"], "--model-name", "m-rollback"]
     assert main(["rollback", *common, "--registry-uri", inputs["registry"], "--reason", "p99", *flag]) == 0
     assert versions(written) == {"7"}
     out = capsys.readouterr().out
     record_uri = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("record: ")][-1]
-    assert json.loads(Path(record_uri).read_text())["drift_reference"]["model_version"] == "7"
+    assert (attachment(record_uri) or {}).get("model_version") == "7"
+
+    # A rollback held by Ctrl-C the same way writes its reference before the interruption ends it.
+    assert promote(inputs, run_of(tmp_path / "run9", world, "9"), "m-rollback", *flag) == 0
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(Registry, "set_alias", interrupted_after)
+        main(["rollback", *common, "--registry-uri", inputs["registry"], "--reason", "p99", *flag])
+    assert versions(written) == {"7"}
+
+    # run7's folder re-exported as another version since: its reference would be written in version 7's name.
+    meta = json.loads((run7 / "export" / "metadata.json").read_text())
+    write_json(run7 / "export" / "metadata.json", meta | {"model_version": "9"})
+    assert main(["reference", *common, *flag]) == 2
+    err = capsys.readouterr().err
+    assert f"{run7 / 'export' / 'metadata.json'} sha256" in err and "Restore that run" in err, err
+    assert versions(written) == {"7"}
+
+
+def test_a_reference_that_cannot_be_built_says_what_promotion_can_do(
+    tmp_path: Path,
+    world: dict[str, Any],  # noqa: F811 - the fixture imported above
+) -> None:
+    import csv
+
+    from promotion import drift_reference
+    from promotion.errors import PromotionError
+
+    # The run's data changed since training (its labels): monitoring advises `--data-encoding`, a flag promotion
+    # does not have.
+    run = run_of(tmp_path / "run", world, "7")
+    source = Path(world["b"].manifest["source"]["uri"].removeprefix("file://"))
+    rows = list(csv.reader(source.open(encoding="utf-8")))
+    flipped = {"negative": "positive", "positive": "negative"}
+    changed = tmp_path / "changed.csv"
+    with changed.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([rows[0], *([t, flipped.get(y, y)] for t, y in rows[1:])])
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["source"]["uri"] = str(changed)
+    write_json(run / "manifest.json", manifest)
+    with pytest.raises(PromotionError) as refused:
+        drift_reference.prepare(str(tmp_path / "ref"), candidate=str(run), bundle=str(run / "export"))
+    message = str(refused.value)
+    assert "pass --data-encoding" not in message, message
+    assert "python -m monitoring reference --manifest" in message and "--data-encoding ENCODING" in message
 
 
 @pytest.mark.usefixtures("s3_env")
