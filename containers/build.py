@@ -39,7 +39,7 @@ from containers.image_build import (  # re-exported: the build's public names st
     pinned_base,
 )
 from containers.model_repository import MODEL_REPOSITORY_CONTEXT, model_inputs, prepare_model_repository
-from containers.provenance import build_key, git_metadata
+from containers.provenance import BUILD_KEY_LABEL, build_key, git_metadata
 from containers.publish import IMAGES, check_registry, check_target, push, registry_repositories
 from containers.version import REPO_ROOT, Version, compute
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 RECORD = REPO_ROOT / "reports/images/build-record.json"
 
 __all__ = [
+    "BUILD_KEY_LABEL",
     "LOCAL_REPOSITORY",
     "RECORD",
     "ImageSpec",
