@@ -8,6 +8,7 @@ Exit 0 with the location on stdout; 2 when stdin is not that output (the message
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Mapping
@@ -25,7 +26,16 @@ def location(bucket_uris: Mapping[str, Any]) -> str:
     return fsspec_url(models, REFERENCE_PREFIX) + "/"
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
+    # No arguments: built so that `--help` answers and the commands that call it are checked like every CLI's.
+    return argparse.ArgumentParser(
+        prog="python -m infra.drift_reference",
+        description="print the drift reference location from `pulumi stack output bucket_uris --json` on stdin",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser().parse_args(argv)
     text = sys.stdin.read()
     try:
         uris = json.loads(text)

@@ -13,4 +13,4 @@ if ! uris=$(pulumi stack output bucket_uris --json --stack "$stack"); then
   echo "drift-reference.sh: stack $stack has no bucket_uris output (never brought up?)" >&2
   exit 0
 fi
-python -m infra.drift_reference <<< "$uris"
+printf '%s\n' "$uris" | python -m infra.drift_reference
