@@ -213,6 +213,7 @@ def test_rollback_restores_the_reference_of_the_version_it_goes_back_to(
     inputs: dict[str, str],
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     written = tmp_path / "reference" / "reference.jsonl"
     flag = ["--drift-reference", str(written.parent)]
@@ -221,6 +222,9 @@ def test_rollback_restores_the_reference_of_the_version_it_goes_back_to(
     # Ctrl-C once the alias moved: held until the promotion is whole, the reference included (it was delivered
     # before the reference was written, and nothing said so).
     set_alias = Registry.set_alias
+    # Ctrl-C as a terminal delivers it: Python's own handler (a test earlier in the suite may leave another one).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
 
     def interrupted_after(self: Registry, *args: Any) -> None:
         set_alias(self, *args)
