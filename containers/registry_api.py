@@ -1,15 +1,13 @@
 """What a registry answers before anything is built: that the address is a registry at all, and, when a tag is
 not there, whether only the tag is missing or the whole repository (which some registries never create on push).
 
-pipeline/images.py reads manifests for the push check and the `images` step, but its RegistryError keeps only
-the HTTP status; the Distribution spec's error code (MANIFEST_UNKNOWN vs NAME_UNKNOWN) is in the 404's body, so
-`absent_reason` asks once more (and, where it matters, the tags list) and reads it, answering an auth
-challenge the way pipeline/images.py does.
+pipeline/images.py reads manifests for the push check and the `images` step; a 404's RegistryError carries the
+Distribution spec's error codes (MANIFEST_UNKNOWN vs NAME_UNKNOWN), which `absent_reason` reads (and, where it
+matters, the tags list's) through that same client.
 """
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 
@@ -56,42 +54,17 @@ def check_api(host: str) -> None:
 
 
 def _not_found(host: str, path: str) -> list[dict[str, str]] | None:
-    """The errors of the registry's 404 for `GET /v2/<path>` ([] without an error body); None: no 404."""
+    """None when `GET /v2/<path>` answers; after a 404, the Distribution spec's error list (empty when the body has
+    none). Read with pipeline/images.py's client, so the auth challenge is answered exactly as the tag check's."""
     from pipeline import images, registry_auth
 
-    url = f"{registry_auth.base_url(host)}/v2/{path}"
-    headers = {"Accept": images.MANIFESTS + ", application/json"}
-    for attempt in range(2):
-        try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, headers=headers), timeout=images.TIMEOUT_S
-            ):
-                return None
-        except urllib.error.HTTPError as exc:
-            challenge = exc.headers.get("WWW-Authenticate", "")
-            if exc.code == 401 and attempt == 0:
-                credential = registry_auth.Credentials().get(host)
-                if challenge.lower().startswith("bearer"):
-                    # The distribution token flow, exactly as the check that just got this 404 ran it.
-                    headers["Authorization"] = f"Bearer {images._bearer(url, challenge, credential)}"
-                    continue
-                if credential is not None:
-                    headers["Authorization"] = f"Basic {credential.basic}"
-                    continue
-            if exc.code != 404:
-                raise ContainerError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-            try:
-                errors = json.loads(exc.read() or b"{}").get("errors") or []
-            except (ValueError, AttributeError):
-                return []  # the spec lets a 404 come without an error body
-            return [
-                {"code": str(e.get("code", "")).upper(), "message": str(e.get("message", ""))}
-                for e in errors
-                if isinstance(e, dict)
-            ]
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise ContainerError(f"{url}: {getattr(exc, 'reason', exc)}") from None
-    raise AssertionError("unreachable: the second attempt returns or raises")
+    try:
+        images.read(host, path, images.MANIFESTS + ", application/json")
+    except registry_auth.RegistryError as exc:
+        if exc.status != 404:
+            raise ContainerError(str(exc)) from None
+        return exc.errors
+    return None
 
 
 def _names_the_repository(cloud: str, path: str, errors: list[dict[str, str]]) -> bool:

@@ -41,7 +41,16 @@ from typing import Any
 from pipeline import registry_auth
 from pipeline.registry_auth import RegistryError
 
-__all__ = ["BUNDLE_LABEL", "RegistryError", "bundle_sha256", "check", "manifest_digest", "parse", "resolve"]
+__all__ = [
+    "BUNDLE_LABEL",
+    "RegistryError",
+    "bundle_sha256",
+    "check",
+    "manifest_digest",
+    "parse",
+    "read",
+    "resolve",
+]
 
 BUNDLE_LABEL = "eu.ml-platform.bundle.metadata-sha256"  # containers/serving/Dockerfile, promotion/sequence.py
 REFERENCE = re.compile(
@@ -169,7 +178,7 @@ def _get_once(host: str, path: str, accept: str, auth: registry_auth.Credentials
             if exc.code != 401 or attempt == 1:
                 if exc.code in (401, 403):
                     raise RegistryError(_refused(url, exc.code, credential), exc.code) from None
-                raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}", exc.code) from None
+                raise RegistryError(f"{url}: HTTP {exc.code} {exc.reason}", exc.code, _errors(exc)) from None
             credential = auth.get(host)
             if challenge.lower().startswith("bearer"):
                 headers["Authorization"] = f"Bearer {_bearer(url, challenge, credential)}"
@@ -184,6 +193,25 @@ def _get_once(host: str, path: str, accept: str, auth: registry_auth.Credentials
         except TimeoutError as exc:  # the response's read, after the connection was made
             raise _Transient(f"{url}: read timed out ({exc})", None) from None
     raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def _errors(exc: urllib.error.HTTPError) -> list[dict[str, str]]:
+    """The Distribution spec's error list in an error answer's body; the spec lets a 404 come without one."""
+    try:
+        errors = json.loads(exc.read() or b"{}").get("errors") or []
+    except (ValueError, AttributeError, OSError):
+        return []
+    return [
+        {"code": str(e.get("code", "")).upper(), "message": str(e.get("message", ""))}
+        for e in errors
+        if isinstance(e, dict)
+    ]
+
+
+def read(host: str, path: str, accept: str = MANIFESTS) -> bytes:
+    """GET <registry>/v2/path with this module's one client (auth challenge, retries, redirects); a refusal or a
+    missing object raises RegistryError with the status and, for a 404, the spec's error codes."""
+    return _get(host, path, accept, registry_auth.Credentials())[0]
 
 
 def _fetch(

@@ -69,11 +69,16 @@ PULL_NEEDS = {
 class RegistryError(Exception):
     """The registry could not confirm an image: unreachable, refused, no usable identity, or other bytes.
 
-    ``status``: the registry's HTTP status when it answered with one (404: no such tag or repository)."""
+    ``status``: the registry's HTTP status when it answered with one (404: no such tag or repository).
+    ``errors``: the Distribution spec's error list from the answer's body (``{"code", "message"}``, code in upper
+    case): MANIFEST_UNKNOWN (only the tag is missing) vs NAME_UNKNOWN (the whole repository) after a 404."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, errors: list[dict[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.errors = errors or []
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -63,6 +63,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _store_args(p: argparse.ArgumentParser) -> None:
+    """The environment and the store, for the commands that neither judge nor record a candidate."""
+    p.add_argument("--env", required=True)
+    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
+    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    p.add_argument(
+        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
+    )
+
+
 def _drift_reference(p: argparse.ArgumentParser, *, rerun: bool = False) -> None:
     where = (
         "the prefix the environment's drift job reads (stack: its models bucket's reference/, "
@@ -143,38 +153,23 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "reference", help="write the drift reference of the version the environment serves now (a rerun)"
     )
-    p.add_argument("--env", required=True)
-    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
-    p.add_argument("--model-name", default="sentiment", help="registered model name")
-    p.add_argument(
-        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
-    )
+    _store_args(p)
     _drift_reference(p, rerun=True)
     p = sub.add_parser("history", help="list the environment's promotions and rollbacks")
     _common(p)
     p = sub.add_parser(
         "unlock", help="remove the lock a killed promotion or rollback left (its id is required)"
     )
-    p.add_argument("--env", required=True)
-    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
-    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    _store_args(p)
     p.add_argument("--lock-id", required=True, help="the id the refused run printed (guards a newer lock)")
-    p.add_argument(
-        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
-    )
     p = sub.add_parser(
         "rescore",
         help="score the champion's bundle on the candidate's test split (when their data differ), into the "
         "candidate's metrics.json: what not-worse-than-champion compares",
     )
-    p.add_argument("--env", required=True)
-    p.add_argument("--store", default=default_store(), help="model store root (env PROMOTION_STORE)")
-    p.add_argument("--model-name", default="sentiment", help="registered model name")
+    _store_args(p)
     p.add_argument(
         "--candidate", required=True, help="training output folder or URI (metrics.json, manifest.json)"
-    )
-    p.add_argument(
-        "--config", default=None, help="gate config TOML naming the environments (default gates.toml)"
     )
     p = sub.add_parser("approval", help="approval record from GitHub's environment reviews of a run (JSON)")
     p.add_argument("--env", required=True)

@@ -9,16 +9,16 @@ import asyncio
 import json
 import os
 import socket
-import threading
 import warnings
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 import localservers
 from localservers import free_port
+from tests.httpd import http_server
 
 __all__ = ["free_port", "pick_first"]
 
@@ -56,13 +56,8 @@ class _Stranger(BaseHTTPRequestHandler):
 @pytest.fixture
 def stranger() -> Iterator[int]:
     """The port of an HTTP server that answers 200 to everything: a stranger a starter must not take for its own."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stranger)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_Stranger) as served:
+        yield served.port
 
 
 def _main_thread_loop() -> asyncio.AbstractEventLoop | None:

@@ -14,21 +14,21 @@ import crypt  # bcrypt hashes for the registry's htpasswd file (Python 3.11: dep
 import json
 import os
 import shutil
-import threading
 import uuid
 import warnings
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from containers import build, buildah, model_repository, publish, services
-from containers.provenance import BUILD_KEY_LABEL
 from containers.version import Version
 from localservers import free_port
+from tests.containers.tiny_images import build_tiny
+from tests.httpd import http_server
 
 pytestmark = pytest.mark.integration
 
@@ -122,18 +122,9 @@ def open_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def tiny_image(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """One small layer under the tag the build will want, labelled with a build key no build has."""
-    ref = f"localhost/eu-ml-platform-test-{uuid.uuid4().hex[:8]}/training:{VERSION.tag}"
-    (tmp_path / "file").write_text("built from other inputs")
-    ctr = buildah.run(["from", "scratch"]).strip()
-    try:
-        buildah.run(["copy", ctr, str(tmp_path / "file"), "/file"])
-        buildah.run(["config", "--label", f"{BUILD_KEY_LABEL}={'f' * 64}", ctr])
-        buildah.run(["commit", "--format", "docker", ctr, ref])
-    finally:
-        buildah.run(["rm", ctr], check=False)
-    image_id = buildah.image_id(ref)
-    yield {"version": VERSION.tag, "tags": [ref], "digest": buildah.image_digest(ref), "build_key": "f" * 64}
-    buildah.run(["rmi", "--force", image_id], check=False)  # by id: the names the pull added go with it
+    entry, image_id = build_tiny(tmp_path, "training", VERSION.tag, "f" * 64, "built from other inputs")
+    yield entry
+    buildah.run(["rmi", "--force", image_id], check=False)
 
 
 def test_a_tag_that_names_other_inputs_stops_the_build_before_it_starts(
@@ -160,14 +151,8 @@ def test_a_tag_that_names_other_inputs_stops_the_build_before_it_starts(
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A plain HTTP file server (a wrong address): it answers 404 to every registry path."""
     handler = partial(SimpleHTTPRequestHandler, directory=str(tmp_path_factory.mktemp("www")))
-    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            thread.join()
+    with http_server(handler) as served:
+        yield served.address
 
 
 def test_an_address_that_is_not_a_registry_stops_the_build_before_it_starts(

@@ -19,8 +19,8 @@ import pytest
 
 from containers import buildah, publish, registry, services
 from containers.errors import ContainerError
-from containers.provenance import BUILD_KEY_LABEL
 from containers.version import Version
+from tests.containers.tiny_images import build_tiny
 
 pytestmark = pytest.mark.integration
 
@@ -40,17 +40,9 @@ def tiny(tmp_path: Path) -> Iterator[Any]:
     made: list[str] = []
 
     def make(key: str, content: str) -> dict[str, Any]:
-        ref = f"localhost/eu-ml-platform-test-{uuid.uuid4().hex[:8]}/tiny:{VERSION.tag}"
-        (tmp_path / "file").write_text(content)
-        ctr = buildah.run(["from", "scratch"]).strip()
-        try:
-            buildah.run(["copy", ctr, str(tmp_path / "file"), "/file"])
-            buildah.run(["config", "--label", f"{BUILD_KEY_LABEL}={key}", ctr])
-            buildah.run(["commit", "--format", "docker", ctr, ref])
-        finally:
-            buildah.run(["rm", ctr], check=False)
-        made.append(buildah.image_id(ref))  # by id: the names a pull added go with it
-        return {"version": VERSION.tag, "tags": [ref], "digest": buildah.image_digest(ref), "build_key": key}
+        entry, image_id = build_tiny(tmp_path, "tiny", VERSION.tag, key, content)
+        made.append(image_id)
+        return entry
 
     yield make
     for image_id in made:

@@ -11,8 +11,7 @@ test_monitoring_budget_gcp.py.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from monitoring import budget
 from monitoring.cli import main
 from monitoring.localstack import LocalAlerting
+from tests.httpd import http_server
 from tests.monitoring.conftest import prom_lines
 
 ACCOUNT = "123456789012"
@@ -148,11 +148,9 @@ class _Consumption(BaseHTTPRequestHandler):
 
 
 def test_azure_reads_amount_and_forecast_spend_of_the_resource_groups_budget() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Consumption)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     scope = "/subscriptions/0000/resourceGroups/rg-mlp-azure-dev"
-    try:
+    with http_server(_Consumption) as served:
+        endpoint = served.url
         found = budget.read_azure(scope, "mlp-azure-dev-monthly", endpoint=endpoint, token="t0k")
         assert (found.limit, found.forecast, found.unit) == (400.0, 455.25, "EUR")
         assert _Consumption.seen[-1] == (
@@ -161,9 +159,6 @@ def test_azure_reads_amount_and_forecast_spend_of_the_resource_groups_budget() -
         )
         with pytest.raises(budget.InputError, match="no Azure budget named 'other'"):
             budget.read_azure(scope, "other", endpoint=endpoint, token="t0k")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert budget.gauges("azure-dev", *found.in_eur(None)) == {
         "limit": ("ml_budget_limit_eur", {"stack": "azure-dev"}, 400.0),
         "forecast": ("ml_budget_forecast_eur", {"stack": "azure-dev"}, 455.25),

@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ import pytest
 from localservers import http_ok, start_on_free_port, stop_group
 from monitoring import progress
 from monitoring.localstack import LocalAlerting
+from tests.httpd import http_server
 
 GATEWAY = shutil.which("prometheus-pushgateway")
 # Debian's build defaults --persistence.file to /var/lib/prometheus/pushgateway.data (upstream: empty, memory only):
@@ -254,28 +255,24 @@ class _Silent(BaseHTTPRequestHandler):
 def test_a_hung_gateway_never_slows_or_fails_training_and_is_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    pusher = progress.ProgressPusher(f"http://127.0.0.1:{server.server_address[1]}", "train-x", timeout_s=0.5)
-    done = threading.Event()
+    with http_server(_Silent) as served:
+        pusher = progress.ProgressPusher(served.url, "train-x", timeout_s=0.5)
+        done = threading.Event()
 
-    def loop() -> None:  # the training loop's side: 2,000 logged steps
-        for step in range(2000):
-            pusher.mark(step)
-        done.set()
+        def loop() -> None:  # the training loop's side: 2,000 logged steps
+            for step in range(2000):
+                pusher.mark(step)
+            done.set()
 
-    with caplog.at_level(logging.WARNING, logger="monitoring.progress"):
-        threading.Thread(target=loop, daemon=True).start()
-        # Each push waits up to 0.5 s on the hung gateway; the marks do not wait for it at all.
-        assert done.wait(timeout=20), "mark() blocked on a hung Pushgateway"
-        deadline = time.monotonic() + 10
-        while pusher.failed < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-            pusher.mark(3000)
-        pusher.close(timeout_s=2)
-    server.shutdown()
-    server.server_close()
+        with caplog.at_level(logging.WARNING, logger="monitoring.progress"):
+            threading.Thread(target=loop, daemon=True).start()
+            # Each push waits up to 0.5 s on the hung gateway; the marks do not wait for it at all.
+            assert done.wait(timeout=20), "mark() blocked on a hung Pushgateway"
+            deadline = time.monotonic() + 10
+            while pusher.failed < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                pusher.mark(3000)
+            pusher.close(timeout_s=2)
     assert pusher.failed >= 2 and pusher.pushed == 0
     warnings = [r for r in caplog.records if r.name == "monitoring.progress"]
     assert len(warnings) == 1 and "failed" in warnings[0].getMessage()

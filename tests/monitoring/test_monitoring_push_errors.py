@@ -14,15 +14,15 @@ import random
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from synthetic_records import record, write
 
 from monitoring import metrics
+from tests.httpd import http_server
 
 
 def closed_port_url() -> str:
@@ -46,13 +46,8 @@ def refusing_gateway() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with http_server(Refuse) as served:
+        yield served.url
 
 
 def gauges() -> dict:

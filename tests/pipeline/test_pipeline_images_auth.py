@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from pipeline import images, registry_auth
+from tests.httpd import http_server
 from tests.pipeline.conftest import GOOGLE_TOKEN, REGION
 from tests.pipeline.test_pipeline_images import candidate, step
 
@@ -156,14 +156,8 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def recorder() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_Recorder) as served:
+        yield served.address
 
 
 def test_the_entra_id_token_is_exchanged_for_an_acr_refresh_token(

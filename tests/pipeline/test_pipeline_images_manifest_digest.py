@@ -12,7 +12,6 @@ import base64
 import hashlib
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 
 from containers import registry as container_registry
 from containers.errors import ContainerError
+from tests.httpd import http_server
 
 pytestmark = pytest.mark.integration
 
@@ -88,14 +88,8 @@ class _Lying(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def lying_registry() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Lying)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_Lying) as served:
+        yield served.address
 
 
 def test_a_digest_header_that_is_not_the_hash_of_the_bytes_is_refused(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 from pipeline import images
 from pipeline.registry_auth import RegistryError
+from tests.httpd import http_server
 
 pytestmark = pytest.mark.integration
 MANIFEST = b'{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}'
@@ -45,14 +45,8 @@ class _Registry(http.server.BaseHTTPRequestHandler):
 def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setattr(images, "RETRY_PAUSE_S", 0.05)
     handler = type("Handler", (_Registry,), {"script": [], "seen": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield {"host": f"127.0.0.1:{server.server_address[1]}", "handler": handler}
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(handler) as served:
+        yield {"host": served.address, "handler": handler}
 
 
 @pytest.mark.parametrize("trouble", [503, 502, 429])

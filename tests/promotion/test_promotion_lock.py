@@ -32,6 +32,7 @@ from promotion.lock import LockHeld, lock_uri
 from promotion.registry import Registry
 from promotion.store import ModelStore
 from tests.emulators import start_azurite, start_gcs
+from tests.httpd import http_server
 
 CFG = load_config()
 
@@ -287,22 +288,19 @@ def test_on_gcs_the_lock_is_created_with_the_generation_precondition(monkeypatch
 
     proc, env = start_gcs()
     previous = fsspec.get_filesystem_class("gs")
-    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingProxy)
     _RecordingProxy.upstream = env["STORAGE_EMULATOR_HOST"].removeprefix("http://")
     _RecordingProxy.seen = []
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{proxy.server_address[1]}")
-        monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-        fsspec.register_implementation("gs", GCSFileSystem, clobber=True)
-        monkeypatch.setitem(fsspec.config.conf, "gs", {"token": "anon"})
-        fsspec.filesystem("gs").mkdir("locks")
-        with lock.held("gs://locks/store", "m", "dev", operation="promote", requested_by=None):
-            assert read_bytes(lock_uri("gs://locks/store", "m", "dev"))
-        assert read_bytes(lock_uri("gs://locks/store", "m", "dev")) is None
+        with http_server(_RecordingProxy) as proxy:
+            monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+            monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+            fsspec.register_implementation("gs", GCSFileSystem, clobber=True)
+            monkeypatch.setitem(fsspec.config.conf, "gs", {"token": "anon"})
+            fsspec.filesystem("gs").mkdir("locks")
+            with lock.held("gs://locks/store", "m", "dev", operation="promote", requested_by=None):
+                assert read_bytes(lock_uri("gs://locks/store", "m", "dev"))
+            assert read_bytes(lock_uri("gs://locks/store", "m", "dev")) is None
     finally:
-        proxy.shutdown()
-        proxy.server_close()
         fsspec.register_implementation("gs", previous, clobber=True)
         GCSFileSystem.clear_instance_cache()
         stop_group(proc, grace_s=5)

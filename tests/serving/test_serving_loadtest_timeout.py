@@ -15,10 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+
+from tests.httpd import http_server
 
 SLOW_S = 5.0  # the peer's answer: far past --timeout, and well within the old fixed 30 s
 TIMEOUT_S = 0.5
@@ -86,18 +88,12 @@ class _KServeHTTP(BaseHTTPRequestHandler):
 def _http_peer() -> Iterator[_Peer]:
     peer = _Peer("http")
     handler = type("Handler", (_KServeHTTP,), {"peer": peer})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    peer.url = f"127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield peer
-    finally:
-        peer.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with http_server(handler) as served:
+        peer.url = served.address
+        try:
+            yield peer
+        finally:
+            peer.release.set()  # before the server stops: its handlers wait on it
 
 
 def _grpc_peer() -> Iterator[_Peer]:

@@ -10,15 +10,15 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 import yaml
 
+from tests.httpd import http_server
 from training import elastic, launch
 from training.errors import ConfigError
 
@@ -217,18 +217,14 @@ class _FakeApiServer(BaseHTTPRequestHandler):
 
 def test_apply_posts_service_and_job_through_the_kubernetes_client(tmp_path: Path) -> None:
     pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeApiServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with http_server(_FakeApiServer) as served:
         kubeconfig = tmp_path / "kubeconfig"
         kubeconfig.write_text(
             yaml.safe_dump(
                 {
                     "apiVersion": "v1",
                     "kind": "Config",
-                    "clusters": [
-                        {"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}
-                    ],
+                    "clusters": [{"name": "c", "cluster": {"server": served.url}}],
                     "users": [{"name": "u", "user": {"token": "t"}}],
                     "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
                     "current-context": "x",
@@ -237,8 +233,6 @@ def test_apply_posts_service_and_job_through_the_kubernetes_client(tmp_path: Pat
         )
         manifests = launch.render(launch.LaunchConfig(nodes=2))
         done = launch.apply(manifests, kubeconfig=str(kubeconfig))
-    finally:
-        server.shutdown()
     assert done == ["service/sentiment-train unchanged", "job/sentiment-train created"]
     paths = [p for p, _ in _FakeApiServer.requests]
     assert paths == ["/api/v1/namespaces/training/services", "/apis/batch/v1/namespaces/training/jobs"]
