@@ -211,7 +211,7 @@ def stack_outputs(
         # Where alerts go (receiver names, never keys): the policy pack requires a pager in prod.
         "alerting": {
             "receivers": sorted(cfg.monitoring.receivers),
-            "paging": cfg.monitoring.receivers != ("email",),
+            "paging": bool(set(cfg.monitoring.receivers) & set(monitoring.PAGERS)),  # a heartbeat is no pager
         },
         "drift_schedule": cfg.monitoring.drift_schedule,
         **platform.extra_outputs,

@@ -53,14 +53,16 @@ def binary(name: str) -> str:
 class LocalAlerting:
     def __init__(
         self, workdir: Path, *, metrics_dirs: list[Path], for_override: str = "0s",
-        scrape_targets: Sequence[str] = (),
+        scrape_targets: Sequence[str] = (), heartbeat: bool = False,
     ) -> None:  # fmt: skip
-        """`scrape_targets`: more host:port targets scraped with honor_labels (e.g. a Pushgateway)."""
+        """`scrape_targets`: more host:port targets scraped with honor_labels (e.g. a Pushgateway). `heartbeat`:
+        Watchdog's heartbeat receiver is the local receiver's /heartbeat, pinged every ~2 s from a few seconds after
+        the start (without it, Watchdog goes to no receiver, as in a stack without monitoring.heartbeatUrl)."""
         # Absolute: Prometheus resolves rule_files against its config file's folder, and a relative glob that
         # matches nothing there loads no rules without a word (make demo's runs/demo never fired an alert).
         self.workdir = Path(workdir).resolve()
         self.metrics_dirs, self.for_override = metrics_dirs, for_override
-        self.scrape_targets = list(scrape_targets)
+        self.scrape_targets, self.heartbeat = list(scrape_targets), heartbeat
         self.received: list[dict[str, Any]] = []
         self.procs: list[subprocess.Popen] = []
         self._servers: list[_Server] = []
@@ -124,6 +126,8 @@ class LocalAlerting:
             email_to=["oncall@example.eu"], email_from="alerts@example.eu",
             smarthost=f"127.0.0.1:{free_port()}", extra_webhook_url=f"{hook}/webhook",
             group_wait="1s", group_interval="1s", repeat_interval="1h",
+            heartbeat_url=f"{hook}/heartbeat" if self.heartbeat else None,
+            heartbeat_timing={"group_wait": "1s", "group_interval": "1s", "repeat_interval": "1s"},
         )  # fmt: skip
         for receiver in config["receivers"]:  # every pager points here too: no traffic leaves the machine
             for cfg in receiver.get("pagerduty_configs", []):
@@ -161,10 +165,13 @@ class LocalAlerting:
                                 "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}",
                                                                 *self.scrape_targets]}]}],
         }))  # fmt: skip
+        # Watchdog fires at Prometheus's first evaluation, before it has discovered Alertmanager (a few seconds):
+        # that send is lost, and Prometheus sends a firing alert again only after its resend delay (1m by default).
+        resend = ["--rules.alert.resend-delay=1s"] if self.heartbeat else []
         # /-/ready answers once the first configuration, rule files included, is loaded.
         prom_port = self._start(
             lambda port: [prom, f"--config.file={prom_config}", f"--storage.tsdb.path={self.workdir / 'prom-data'}",
-                          f"--web.listen-address=127.0.0.1:{port}"],
+                          f"--web.listen-address=127.0.0.1:{port}", *resend],
             "prometheus.log", "prometheus",
         )  # fmt: skip
         self.prometheus_url = f"http://127.0.0.1:{prom_port}"

@@ -6,10 +6,13 @@ the message names the cloud's own definition (`limits.py`).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
+from urllib.parse import urlsplit
 
 from infra.config import limits
+from infra.config.aws_checks import check_aws
 from infra.config.errors import ConfigError
 from infra.config.model import (
     DATA_CLASSIFICATIONS,
@@ -22,6 +25,7 @@ from infra.config.model import (
 )
 from infra.k8s.versions import CLUSTER_AUTOSCALER
 from infra.network import overlapping_cluster_range
+from infra.plan_mocks import UNKNOWN
 
 DIGEST = r"(^|@)sha256:[0-9a-f]{64}$"
 
@@ -37,7 +41,9 @@ def check(cfg: PlatformConfig) -> None:
         _keys_and_logs,
         _azure_names,
         _cloud_sections,
+        check_aws,
         _retraining,
+        _heartbeat,
     ):
         rule(cfg)
 
@@ -368,3 +374,24 @@ def _retraining(cfg: PlatformConfig) -> None:
     for name, why in runner.data_problems(params):
         name = name if name in keys else "data"
         raise ConfigError(f"retraining.{keys[name]}", getattr(r, name), why)
+
+
+def _heartbeat(cfg: PlatformConfig) -> None:
+    """https on 443: the Alertmanager pod's NetworkPolicy lets it out on 443 and 587 only (monitoring_stack.py
+    NOTIFY_PORTS). The message shows the scheme and host only: the rest of the URL is the check's credential."""
+    secret = cfg.monitoring.heartbeat_url
+    # Offline plans read a `secure:` value as unknown; `pulumi up` checks the decrypted URL.
+    if secret is None or secret.get_secret_value() == UNKNOWN:
+        return
+    parts = urlsplit(secret.get_secret_value())
+    host = parts.hostname or ""
+    with contextlib.suppress(ValueError):  # a port that is not a number, a host that is a name
+        if parts.scheme == "https" and host and parts.port in (None, 443):
+            return
+        if parts.scheme == "http" and (host == "localhost" or ipaddress.ip_address(host).is_loopback):
+            return
+    raise ConfigError(
+        "monitoring.heartbeatUrl", f"{parts.scheme}://{host}/..." if parts.scheme else "(not a URL)",
+        "the dead man's switch's ping URL over https on port 443 (http only to loopback, for tests): "
+        "`pulumi config set --secret --path monitoring.heartbeatUrl https://hc-ping.com/<uuid>`",
+    )  # fmt: skip

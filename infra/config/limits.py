@@ -122,6 +122,42 @@ def aws_tags() -> Bound:
 
 CLOUDWATCH_SOURCE = "botocore logs model, Days (PutRetentionPolicy retentionInDays)"
 
+
+@functools.cache
+def ec2_instance_types() -> frozenset[str]:
+    """EC2 instance types (`InstanceType`, the enum RunInstances and launch templates take): EKS's CreateNodegroup
+    `instanceTypes` is a bare string list in its model, so a typo only fails when the node group is created."""
+    return frozenset(_shape("ec2", "InstanceType").enum)
+
+
+EC2_INSTANCE_TYPE_SOURCE = "botocore ec2 model, InstanceType"
+
+
+@functools.cache
+def eks_nodegroup_instance_types() -> Bound:
+    """Instance types per EKS managed node group: the model states the bound in `instanceTypes`' documentation
+    ("0-20 instance types" with a launch template, as every pool here has), so it is read from there."""
+    doc = _member("eks", "CreateNodegroup", "instanceTypes").documentation
+    listed = re.search(r"(\d+)-(\d+) instance types", doc)
+    if not listed:
+        raise RuntimeError("botocore eks model: instanceTypes no longer states its bound; update limits.py")
+    return Bound(
+        int(listed.group(1)), int(listed.group(2)), "botocore eks model, CreateNodegroup.instanceTypes"
+    )
+
+
+@functools.cache
+def ecr_repository_name() -> tuple[str, Bound]:
+    """ECR repository names (`RepositoryName`): lowercase letters, digits and separators, 2..256."""
+    shape = _shape("ecr", "RepositoryName")
+    return shape.metadata["pattern"], _range("ecr", shape, "RepositoryName")
+
+
+# S3 general purpose bucket names: 3-63 lowercase letters, digits, '.' and '-', starting and ending with a letter
+# or digit. botocore's CreateBucket `Bucket` carries no pattern, only the link to these rules.
+S3_BUCKET_NAME = Bound(3, 63, "docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html")
+S3_BUCKET_NAME_PATTERN = r"[a-z0-9][a-z0-9.-]*[a-z0-9]"
+
 # Azure ---------------------------------------------------------------------------------------------------
 # Log Analytics workspace `retentionInDays` (PerGB2018): 30..730 days of interactive retention; longer
 # periods are "total retention" on tables, not the workspace setting.

@@ -40,7 +40,8 @@ EU_REGIONS: Mapping[Cloud, frozenset[str]] = {
         {
             *("spaincentral", "westeurope", "northeurope", "francecentral", "francesouth"),
             *("germanywestcentral", "germanynorth", "italynorth", "polandcentral", "swedencentral"),
-            "swedensouth",
+            # Vienna and Brussels (learn.microsoft.com/azure/reliability/regions-list).
+            *("swedensouth", "austriaeast", "belgiumcentral"),
         }
     ),
 }
@@ -201,12 +202,18 @@ class MonitoringConfig(_Model):
     # monitoring.pagerdutyRoutingKey ...`); a prod stack without either fails the policy pack.
     pagerduty_routing_key: SecretStr | None = None
     opsgenie_api_key: SecretStr | None = None
+    # The dead man's switch the always-firing Watchdog alert pings (healthchecks.io, Cronitor, Dead Man's Snitch:
+    # a ping URL taking a bare POST; Opsgenie's heartbeat API needs an auth header): it pages when the pings stop,
+    # i.e. when no alert can reach anyone. A secret (the URL is the check's credential); https, checked in
+    # checks.py where the message can leave the URL out.
+    heartbeat_url: SecretStr | None = None
 
     @property
     def receivers(self) -> tuple[str, ...]:
-        """Names of the configured receivers (never their keys): what the plan shows."""
+        """Names of the configured receivers (never their keys or URLs): what the plan shows."""
         pagers = (("pagerduty", self.pagerduty_routing_key), ("opsgenie", self.opsgenie_api_key))
-        return ("email", *(name for name, key in pagers if key is not None))
+        heartbeat = ("heartbeat",) if self.heartbeat_url is not None else ()
+        return ("email", *(name for name, key in pagers if key is not None), *heartbeat)
 
 
 class AwsConfig(_Model):

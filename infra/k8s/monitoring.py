@@ -47,6 +47,8 @@ DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 RECEIVERS_ANNOTATION = "platform.eu-ml/alert-receivers"
 PAGING_ANNOTATION = "platform.eu-ml/paging"
 PAGERS = ("pagerduty", "opsgenie")
+# What the offline plan's alertmanager.yml pings for a heartbeat URL it cannot decrypt (RFC 2606: never resolves).
+UNKNOWN_HEARTBEAT_URL = "https://heartbeat.invalid/unknown-at-preview"
 
 
 # What only the stack knows, as a series the repository's rules read: the environment whose retraining pipeline it
@@ -94,10 +96,17 @@ def dashboards(dashboards_dir: Path = DASHBOARDS_DIR) -> dict[str, str]:
 
 def alertmanager_document(cfg: PlatformConfig) -> dict[str, Any]:
     """alertmanager.yml from monitoring/alerting.py: severity routing to the pagers configured; a stack without
-    one (dev, staging) sends everything to email, with the same grouping and inhibit rules."""
+    one (dev, staging) sends everything to email, with the same grouping and inhibit rules. Watchdog pings
+    monitoring.heartbeatUrl, or reaches no one without it."""
+    from infra.plan_mocks import UNKNOWN
     from monitoring.alerting import alertmanager_config
 
     m = cfg.monitoring
+    heartbeat = m.heartbeat_url.get_secret_value() if m.heartbeat_url else None
+    if heartbeat == UNKNOWN:
+        # The offline plan reads a `secure:` value as unknown and never shows this document (a Pulumi secret): a
+        # stand-in URL renders the same routes. `pulumi up` has the decrypted one.
+        heartbeat = UNKNOWN_HEARTBEAT_URL
     return alertmanager_config(
         pagerduty_routing_key=m.pagerduty_routing_key.get_secret_value() if m.pagerduty_routing_key else None,
         opsgenie_api_key=m.opsgenie_api_key.get_secret_value() if m.opsgenie_api_key else None,
@@ -105,6 +114,7 @@ def alertmanager_document(cfg: PlatformConfig) -> dict[str, Any]:
         email_from=m.email_from,
         smarthost=m.smarthost,
         require_pager=False,
+        heartbeat_url=heartbeat,
     )
 
 

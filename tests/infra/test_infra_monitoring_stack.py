@@ -267,7 +267,8 @@ def test_amtool_accepts_the_alertmanager_config_infra_renders(pager: bool, tmp_p
     )
     assert done.returncode == 0, done.stdout + done.stderr
     receivers = {r["name"] for r in document["receivers"]}
-    assert receivers == ({"email", "pagerduty", "opsgenie"} if pager else {"email"})
+    # `discard`: Watchdog's, with no integrations, where no monitoring.heartbeatUrl is set.
+    assert receivers == ({"email", "pagerduty", "opsgenie", "discard"} if pager else {"email", "discard"})
 
 
 def test_staging_and_prod_pin_alertmanager_by_digest(plans: dict[str, Plan]) -> None:

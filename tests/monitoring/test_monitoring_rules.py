@@ -29,6 +29,8 @@ REQUIRED = {
     "ModelQualityDrop", "TrainingJobFailing", "TrainingNoProgress", "TrainingGPUUtilisationLow",
     "GPUNodeIdle", "BudgetForecastOverLimit",
 }  # fmt: skip
+# Alerts that must never stop firing (monitoring/rules/watchdog.yaml): no severity route may match them.
+ALWAYS_FIRING = {"Watchdog"}
 
 
 def tool(name: str) -> str:
@@ -44,7 +46,8 @@ def test_every_required_alert_exists_with_severity_owner_and_runbook() -> None:
     found = alerts()
     assert set(found) >= REQUIRED, f"missing alerts: {REQUIRED - set(found)}"
     for name, rule in found.items():
-        assert rule["labels"]["severity"] in ("critical", "warning"), name
+        allowed = ("none",) if name in ALWAYS_FIRING else ("critical", "warning")
+        assert rule["labels"]["severity"] in allowed, name
         assert rule["labels"]["owner"] in ("serving", "ml", "platform"), name
         assert len(rule["annotations"]["runbook"]) > 40 and rule["annotations"]["summary"], name
 
@@ -74,23 +77,31 @@ def _seconds(duration: str) -> float:
 def test_every_alert_fires_stays_quiet_and_resolves_in_the_unit_tests() -> None:
     """Resolves: a case where the alert fires and, later on the same series, no longer does. An alert that
     never resolves pages on-call again every repeat_interval (TrainingJobFailing kept firing for the 7 days
-    a completed Job with one retried pod stays in the cluster)."""
+    a completed Job with one retried pod stays in the cluster). ALWAYS_FIRING: the reverse, at every evaluation
+    of its tests, from the first to a day or more later."""
     firing, silent, resolved = set(), set(), set()
+    always: dict[str, list[float]] = {}
     for path in RULE_TESTS:
         for case in yaml.safe_load(path.read_text())["tests"]:
             fired_at: dict[str, float] = {}
             for check in sorted(case.get("alert_rule_test", []), key=lambda c: _seconds(c["eval_time"])):
                 name, at = check["alertname"], _seconds(check["eval_time"])
-                if check.get("exp_alerts"):
+                if name in ALWAYS_FIRING:
+                    assert check.get("exp_alerts"), f"{name} must fire at {check['eval_time']} ({path.name})"
+                    always.setdefault(name, []).append(at)
+                elif check.get("exp_alerts"):
                     firing.add(name)
                     fired_at.setdefault(name, at)
                 else:
                     silent.add(name)
                     if name in fired_at and at > fired_at[name]:
                         resolved.add(name)
-    assert firing == set(alerts()), f"alerts never seen firing: {set(alerts()) - firing}"
-    assert silent == set(alerts()), f"alerts never seen staying quiet: {set(alerts()) - silent}"
-    assert resolved == set(alerts()), f"alerts never seen resolving: {set(alerts()) - resolved}"
+    others = set(alerts()) - ALWAYS_FIRING
+    assert firing == others, f"alerts never seen firing: {others - firing}"
+    assert silent == others, f"alerts never seen staying quiet: {others - silent}"
+    assert resolved == others, f"alerts never seen resolving: {others - resolved}"
+    assert set(always) == ALWAYS_FIRING & set(alerts())
+    assert all(min(at) == 0 and max(at) >= 86400 for at in always.values()), always
 
 
 def render(tmp_path: Path, **overrides) -> Path:
