@@ -48,6 +48,18 @@ class GateConfig:
         for name in ("champion_tolerance", "parity_atol", "max_int8_accuracy_drop"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"gates.{name}={getattr(self, name)!r}: must be >= 0 (it is a tolerance)")
+        # The metrics are fractions in [0, 1]: past 1 a tolerance lets everything through and a margin nothing (a
+        # percentage typed for a fraction, 5 for 0.05).
+        for name in ("champion_tolerance", "max_int8_accuracy_drop"):
+            if getattr(self, name) > 1:
+                raise ConfigError(
+                    f"gates.{name}={getattr(self, name)!r}: must be <= 1 (metrics are fractions: 0.005 is half a point)"
+                )
+        if abs(self.min_margin_over_baseline) > 1:
+            raise ConfigError(
+                f"gates.min_margin_over_baseline={self.min_margin_over_baseline!r}: must be between -1 and 1 "
+                "(metrics are fractions: 0.01 is one point)"
+            )
         if (
             not isinstance(self.max_loadtest_errors, int)
             or isinstance(self.max_loadtest_errors, bool)
@@ -86,7 +98,8 @@ class EnvironmentConfig:
                 raise ConfigError(
                     f"environments.{self.name}.{key}={getattr(self, key)!r}: must be true or false, unquoted"
                 )
-        if not _is_number(self.slo_p99_ms) or not self.slo_p99_ms > 0:
+        # inf would be an SLO no load test can miss.
+        if not _is_number(self.slo_p99_ms) or not 0 < self.slo_p99_ms < math.inf:
             raise ConfigError(
                 f"environments.{self.name}.slo_p99_ms={self.slo_p99_ms!r}: must be a number > 0"
             )
@@ -161,19 +174,40 @@ def parse_config(data: dict[str, Any]) -> PromotionConfig:
     for env in envs.values():
         for key in ("promote_from", "loadtest_from"):
             other = getattr(env, key)
-            if other is not None and (other not in envs or other == env.name):
+            # `isinstance` first: a list (`promote_from = ["dev"]`) is unhashable, a TypeError traceback with exit 1.
+            if other is not None and (not isinstance(other, str) or other not in envs or other == env.name):
                 raise ConfigError(
                     f"environments.{env.name}.{key}={other!r}: name another configured environment "
                     f"({', '.join(e for e in envs if e != env.name)})"
                 )
+    _no_cycle(envs)
     return PromotionConfig(gates=gates, environments=envs)
+
+
+def _no_cycle(envs: dict[str, EnvironmentConfig]) -> None:
+    """Each `promote_from` chain ends at an environment taking candidates from nowhere: in a cycle every candidate
+    must first be deployed where it can never be, so nothing is ever promoted (each gate run saying "promote it to
+    X first")."""
+    for start in envs:
+        chain = [start]
+        while (nxt := envs[chain[-1]].promote_from) is not None:
+            if nxt in chain:
+                raise ConfigError(
+                    f"promote_from cycle {' -> '.join([*chain[chain.index(nxt) :], nxt])}: one environment "
+                    "(the first, dev) must have no promote_from"
+                )
+            chain.append(nxt)
 
 
 def load_config(path: str | Path | None = None) -> PromotionConfig:
     path = Path(path) if path else DEFAULT_CONFIG
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; this was a traceback with exit 1 (a gate's rejection)
+        raise ConfigError(
+            f"gate config {path} is not UTF-8 ({exc}): save it as UTF-8, as TOML requires"
+        ) from None
+    except (FileNotFoundError, IsADirectoryError):  # a folder was an OSError message blaming --store
         raise ConfigError(
             f"gate config {path} not found: pass --config FILE or restore promotion/gates.toml"
         ) from None

@@ -16,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from promotion.approval import approved_at_problem
 from promotion.classes import mismatch
 from promotion.config import EnvironmentConfig, GateConfig
 from promotion.evidence import lapsed_waivers, utc_today
@@ -349,8 +350,8 @@ def images_pinned(
 
 
 def approval(
-    record: dict[str, Any] | None, env: EnvironmentConfig, *, requested_by: str | None
-) -> GateResult:
+    record: dict[str, Any] | None, env: EnvironmentConfig, *, requested_by: str | None, now: dt.datetime | None = None
+) -> GateResult:  # fmt: skip
     """Four-eyes: the approver is named, approved this environment, and is not who asked for the promotion."""
     name, threshold = "approval", "recorded approval by someone other than the requester"
     if not env.require_approval:
@@ -374,8 +375,8 @@ def approval(
         problems.append("no approver named")
     if record.get("environment") != env.name:
         problems.append(f"approval is for {record.get('environment')!r}, not {env.name!r}")
-    if not record.get("approved_at"):
-        problems.append("no approved_at time")
+    if when := approved_at_problem(record.get("approved_at"), now or dt.datetime.now(dt.UTC)):
+        problems.append(when)
     if approver and approver.casefold() == str(requested_by).strip().casefold():
         problems.append(f"{approver} cannot approve their own promotion")
     return GateResult(

@@ -182,7 +182,16 @@ class ModelStore:
         stack = self.deployed(environment)
         if not stack:
             return None
-        return stack[-1], self.read_record(stack[-1].record_id)
+        record = self.read_record(stack[-1].record_id)
+        # What the candidate is compared with (record.schema.json requires it): without it the champion gate said
+        # "no model is promoted yet" and let any candidate through, or was a traceback with exit 1.
+        metrics = record["lineage"].get("metrics")
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("test"), dict):
+            raise PromotionError(
+                f"promotion record {self.record_uri(stack[-1].record_id)} (what {environment} serves) has no "
+                f"`lineage.metrics.test` object to compare a candidate with: {_RESTORE}"
+            )
+        return stack[-1], record
 
 
 def replay(events: list[dict[str, Any]]) -> list[Deployed]:
