@@ -83,8 +83,10 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(f"interrupted: {where}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    # A record only in WORK is a failed run too: the promotion history beside it in the store misses it.
-    return 1 if record["outcome"].startswith("failed") or "record_error" in record else 0
+    # A record only in WORK is a failed run too: the promotion history beside it in the store misses it. A failed
+    # step is one whatever the outcome reads: "promoted, but its drift reference was not written" exited 0.
+    failed = any(step["status"] == "failed" for step in record["steps"])
+    return 1 if failed or "record_error" in record else 0
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -115,15 +115,26 @@ def problems(params: dag.Params) -> list[str]:
 def work_problems(work: Path) -> list[str]:
     """A WORK whose candidate finished training belongs to that run: a new run there did not train (the trainer
     found the finished checkpoint and only re-scored it) and re-exported into the folder that run's promotion
-    record and registry version name as their source, so the promoted bundle changed under its record."""
+    record and registry version name as their source, so the promoted bundle changed under its record. A WORK
+    whose record the store refused holds that record's only copy, which the next run there wrote over."""
+    found = []
+    record: Any = None
+    with contextlib.suppress(OSError, ValueError):
+        record = json.loads((work / "pipeline-run.json").read_text(encoding="utf-8"))
+    record = record if isinstance(record, dict) else {}
+    if record.get("record_error"):
+        found.append(
+            f"--work {work} holds the record of run {record.get('run_id')} ({work / 'pipeline-run.json'}), its only "
+            f"copy: the store refused it. Copy it to {record.get('record_uri')} and remove it from {work}, or give "
+            "this run a new --work"
+        )
     finished = work / "candidate" / "metrics.json"
     if not finished.is_file():
-        return []  # empty, or an interrupted training: the trainer resumes it from its checkpoints
+        return found  # empty, or an interrupted training: the trainer resumes it from its checkpoints
     previous = "an earlier run"
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        record = json.loads((work / "pipeline-run.json").read_text(encoding="utf-8"))
+    if "run_id" in record and "outcome" in record:
         previous = f"run {record['run_id']} (outcome: {record['outcome']})"
-    return [
+    return found + [
         f"--work {work} holds the candidate that {previous} trained ({finished}): promotion records may name its "
         "files, and a run there would re-score that model instead of training. Give this run a new --work, or "
         "leave --work out (runs/pipeline/<run id>); to redo a step of that run, rerun its RUN command"
@@ -154,6 +165,7 @@ def store_problems(params: dag.Params) -> list[str]:
     there with exit 2 (a file a newer promotion wrote, a damaged one) is refused here too, before any step runs:
     the run used to start, write its own record into that store and exit 1 at data-check. A store that does not
     answer is the steps' to report (exit 1, as before): it may answer by then, and the run says which step failed."""
+    from pipeline.steps import champion_created
     from promotion.config import load_config
     from promotion.errors import ConfigError, PromotionError
     from promotion.store import ModelStore
@@ -164,7 +176,9 @@ def store_problems(params: dag.Params) -> list[str]:
         return []  # problems() names it
     store = ModelStore(params.store, params.model)
     try:
-        store.champion(env.name)
+        current = store.champion(env.name)
+        if current is not None:  # decide-retrain ages it by its `created`
+            champion_created(current[1], store.record_uri(current[0].record_id))
         for other in dict.fromkeys(e for e in (env.promote_from, env.loadtest_from) if e):
             store.events(other)
     except PromotionError as exc:

@@ -102,3 +102,48 @@ def test_pipeline_run_refuses_the_store_promotion_refuses_before_any_step(
     assert f"error: the promotion store {store}: " in out and says in out
     assert "\nRUN " not in "\n" + out and not work.exists()
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before  # no pipeline-runs/ record in it
+
+
+LINEAGE = {"metrics": {"test": {"accuracy": 0.8}}}
+EDITED_CREATED = pytest.mark.parametrize(
+    "created", ["last week", None, 20261206], ids=["not-a-time", "null", "a-number"]
+)
+
+
+@EDITED_CREATED
+def test_a_champion_whose_created_was_edited_is_named_not_a_traceback(
+    created: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """decide-retrain reads the champion's age from `created`: a hand-edited one ended the step in a traceback
+    (ValueError, AttributeError; exit 1, as for a store that does not answer)."""
+    store = store_with_champion(tmp_path, {"created": created, "lineage": LINEAGE})
+    assert decide(tmp_path / "work", store) == 2
+    err = capsys.readouterr().err
+    record = store / "m" / "records" / f"{RECORD}.json"
+    assert err.startswith("error: the champion of dev in ") and f"promotion record {record}" in err, err
+    assert "`created`" in err and "Traceback" not in err
+    assert not (tmp_path / "work" / "decisions" / "decide-retrain.json").exists()
+
+
+def test_a_champion_created_without_an_offset_is_read_as_utc(tmp_path: Path) -> None:
+    """An ISO time without an offset (a hand edit, another writer) is UTC, as monitoring reads one: it failed with
+    `can't subtract offset-naive and offset-aware datetimes`."""
+    store = store_with_champion(tmp_path, {"created": "2026-01-01T00:00:00", "lineage": LINEAGE})
+    assert decide(tmp_path / "work", store) == 0
+    doc = json.loads((tmp_path / "work" / "decisions" / "decide-retrain.json").read_text())
+    assert doc["retrain"] is True and "days old" in " ".join(doc["reasons"]), doc
+
+
+@pytest.mark.integration
+def test_pipeline_run_refuses_an_edited_champion_created_before_any_step(tmp_path: Path) -> None:
+    store = store_with_champion(tmp_path, {"created": "last week", "lineage": LINEAGE})
+    inputs, work = records(tmp_path / "inputs"), tmp_path / "work"
+    proc = start("--preset", "smoke", "--store", str(store), "--model", "m", "--work", str(work),
+                 "--reference", inputs["reference"], "--current", inputs["current"])  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        kill_session(proc)
+    assert proc.returncode == 2, out  # was 1 at decide-retrain, a traceback, after data-check and drift-check
+    assert f"error: the promotion store {store}: " in out and "`created`" in out, out
+    assert "\nRUN " not in "\n" + out and not work.exists()
