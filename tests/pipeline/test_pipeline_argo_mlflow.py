@@ -94,7 +94,13 @@ def test_the_promote_step_registers_on_the_server_the_secret_names(
     make_candidate(work / "candidate")
     write_json(pod_dir / "reports" / "policy" / "dev.json", policy_report("dev"))
     store = f"s3://{BUCKET}/model-store"
-    params = dag.Params(store=store, loadtest=str(write_json(tmp_path / "loadtest.json", loadtest())))
+    # A manifest.json reference names its own run: this step promotes without writing a drift reference
+    # (tests/pipeline/test_pipeline_drift_reference.py writes one).
+    params = dag.Params(
+        store=store,
+        loadtest=str(write_json(tmp_path / "loadtest.json", loadtest())),
+        reference=f"s3://{BUCKET}/runs/reference-run/manifest.json",
+    )
     template = argo.workflow_template(training_image=TRAINING, environment="dev", params=params)
     parameters = {p["name"]: p["value"] for p in template["spec"]["arguments"]["parameters"]}
     # Submitted with `-p local=true` (dev allows a registry-only promotion): with local=false a passing candidate

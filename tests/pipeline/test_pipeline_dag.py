@@ -91,7 +91,9 @@ def run(env: dict, name: str, *, drift: bool, champion_accuracy: float, work: Pa
         preset="smoke",
         store=str(store),
         work=str(work),
-        reference="unused-by-the-fake",
+        # Drift-check is faked; a promotion writes the promoted run's reference records here (it wrote them into
+        # the repository's root, as ./unused-by-the-fake/, whenever the smoke candidate won).
+        reference=str(env["base"] / name / "reference") + "/",
         current="unused-by-the-fake",
         loadtest=str(env["loadtest"]),
     )
@@ -135,7 +137,11 @@ def test_drift_trains_and_a_winning_candidate_goes_to_promotion(env: dict) -> No
     work = Path(record["inputs"]["work"])
     assert (work / "candidate" / "export" / "metadata.json").is_file()
     # promotion judged it and wrote its record (pass or reject, the record is always written)
-    records = list((Path(record["inputs"]["store"]) / "sentiment" / "records").glob("*.json"))
+    records = [
+        p
+        for p in (Path(record["inputs"]["store"]) / "sentiment" / "records").glob("*.json")
+        if not p.name.endswith(".drift-reference.json")  # the note of a promotion's drift reference
+    ]
     assert len(records) == 2, records  # the champion fixture + this decision
     assert record["outcome"] in ("promoted", "promotion rejected by its gates (see the promotion record)")
 
