@@ -22,6 +22,8 @@ from tests.httpd import http_server
 
 __all__ = ["free_port", "pick_first"]
 
+_UNTRACKED = pytest.StashKey[frozenset[str] | None]()
+
 
 def pick_first(monkeypatch: pytest.MonkeyPatch, *ports: int) -> None:
     """localservers.free_port hands out `ports` first (taken since the pick, as by another process; 0: a free one
@@ -123,23 +125,31 @@ def s3_env(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     from tests.leaks import mark_session
+    from tests.stray_files import untracked
 
     mark_session()
+    config.stash[_UNTRACKED] = untracked()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A process the suite started and nobody stops is a failure of the run (tests/leaks.py)."""
+    """A process the suite started and nobody stops (tests/leaks.py), or a file a test left in the repository's tree
+    (tests/stray_files.py), is a failure of the run."""
     from tests.leaks import MARKER, leaked
+    from tests.stray_files import new_since
 
     if hasattr(session.config, "workerinput"):  # only the session that owns the processes judges
         return
-    found = leaked(os.environ[MARKER])
-    if found:
+    for title, head, found in (
+        ("leaked processes", "processes started by the tests outlived them (killed now):", leaked(os.environ[MARKER])),
+        ("files left in the repository", "tests wrote into the checkout (write under tmp_path):",
+         new_since(session.config.stash.get(_UNTRACKED, None))),
+    ):  # fmt: skip
+        if not found:
+            continue
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = ["processes started by the tests outlived them (killed now):", *found]
         if reporter is not None:
             reporter.ensure_newline()
-            reporter.write_sep("=", "leaked processes", red=True)
-            for line in lines:
+            reporter.write_sep("=", title, red=True)
+            for line in [head, *found]:
                 reporter.write_line(line)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,5 +1,6 @@
 """The suite's leak check (tests/leaks.py, run at the end of every session by tests/conftest.py) sees a process
-that escaped its starter and leaves the starter's own children alone."""
+that escaped its starter and leaves the starter's own children alone; its stray-file check (tests/stray_files.py)
+names a file a test left in the checkout."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import os
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import psutil
 
 from tests.leaks import MARKER, leaked, orphans
+from tests.stray_files import new_since, untracked
 
 
 def test_an_escaped_process_is_reported_and_killed_a_running_child_is_not() -> None:
@@ -36,3 +39,18 @@ def test_an_escaped_process_is_reported_and_killed_a_running_child_is_not() -> N
 
 def test_this_session_is_marked() -> None:
     assert os.environ.get(MARKER)
+
+
+def test_a_file_a_test_leaves_in_the_checkout_is_named_an_ignored_one_is_not(tmp_path: Path) -> None:
+    """tests/stray_files.py, on a checkout of its own: what the session's end compares."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("runs/\n")
+    (tmp_path / "kept.txt").write_text("there before the session\n")
+    before = untracked(tmp_path)
+    assert before == {".gitignore", "kept.txt"}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "out.json").write_text("{}")  # a command's ignored output
+    (tmp_path / "unused-by-the-fake").mkdir()
+    (tmp_path / "unused-by-the-fake" / "reference.jsonl").write_text("{}\n")
+    assert new_since(before, tmp_path) == ["unused-by-the-fake/reference.jsonl"]
+    assert new_since(None, tmp_path) == [] and untracked(tmp_path / "no-such-folder") is None
