@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,18 @@ from promotion.store import ModelStore
 from tests.pipeline.run_cli import kill_session, records, start
 
 RECORD = "20261206T221629Z-dev-promote-f54267af"
+
+
+def _run_pipeline(store: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    """`python -m pipeline run` on `store` with real drift inputs: the process (ended) and its output."""
+    inputs, work = records(tmp_path / "inputs"), tmp_path / "work"
+    proc = start("--preset", "smoke", "--store", str(store), "--model", "m", "--work", str(work),
+                 "--reference", inputs["reference"], "--current", inputs["current"])  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        kill_session(proc)
+    return proc, out
 
 
 def store_with_champion(root: Path, record: dict | None, history: str | None = None) -> Path:
@@ -91,16 +104,10 @@ def test_pipeline_run_refuses_the_store_promotion_refuses_before_any_step(
     with pytest.raises(PromotionError, match=re.escape(says)):  # `python -m promotion`'s exit 2
         ModelStore(str(store), "m").champion("dev")
 
-    inputs, work = records(tmp_path / "inputs"), tmp_path / "work"
-    proc = start("--preset", "smoke", "--store", str(store), "--model", "m", "--work", str(work),
-                 "--reference", inputs["reference"], "--current", inputs["current"])  # fmt: skip
-    try:
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        kill_session(proc)
+    proc, out = _run_pipeline(store, tmp_path)
     assert proc.returncode == 2, out  # was 1: data-check failed after the run had started
     assert f"error: the promotion store {store}: " in out and says in out
-    assert "\nRUN " not in "\n" + out and not work.exists()
+    assert "\nRUN " not in "\n" + out and not (tmp_path / "work").exists()
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before  # no pipeline-runs/ record in it
 
 
@@ -137,13 +144,7 @@ def test_a_champion_created_without_an_offset_is_read_as_utc(tmp_path: Path) -> 
 @pytest.mark.integration
 def test_pipeline_run_refuses_an_edited_champion_created_before_any_step(tmp_path: Path) -> None:
     store = store_with_champion(tmp_path, {"created": "last week", "lineage": LINEAGE})
-    inputs, work = records(tmp_path / "inputs"), tmp_path / "work"
-    proc = start("--preset", "smoke", "--store", str(store), "--model", "m", "--work", str(work),
-                 "--reference", inputs["reference"], "--current", inputs["current"])  # fmt: skip
-    try:
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        kill_session(proc)
+    proc, out = _run_pipeline(store, tmp_path)
     assert proc.returncode == 2, out  # was 1 at decide-retrain, a traceback, after data-check and drift-check
     assert f"error: the promotion store {store}: " in out and "`created`" in out, out
-    assert "\nRUN " not in "\n" + out and not work.exists()
+    assert "\nRUN " not in "\n" + out and not (tmp_path / "work").exists()

@@ -77,6 +77,15 @@ def test_frozen() -> None:
         (('stack = "dev"', "stack = 1"), "`stack` must name a Pulumi stack"),
         # Was: AttributeError / TypeError tracebacks (exit 1).
         (("[environments.dev]\n", "[environments]\ndev = 1\n[environments.dev2]\n"), r"\[environments.dev\] must be a table"),
+        # Out of range or of another kind: gates that could never fail (or never pass), a cycle promoting nothing.
+        (('promote_from = "dev"', 'promote_from = ["dev"]'),
+         r"environments\.staging\.promote_from=\['dev'\]: name another configured environment"),
+        (("slo_p99_ms = 500.0", "slo_p99_ms = inf"), r"environments\.dev\.slo_p99_ms=inf: must be a number > 0"),
+        (("champion_tolerance = 0.005", "champion_tolerance = 5"), r"gates\.champion_tolerance=5: must be <= 1"),
+        (("max_int8_accuracy_drop = 0.02", "max_int8_accuracy_drop = 2.0"), r"max_int8_accuracy_drop=2\.0"),
+        (("min_margin_over_baseline = 0.01", "min_margin_over_baseline = 1.5"), "between -1 and 1"),
+        (('stack = "dev"\n', 'stack = "dev"\npromote_from = "prod"\n'),
+         "promote_from cycle dev -> prod -> staging -> dev"),
     ],
 )  # fmt: skip
 def test_wrong_types_in_gates_toml_are_refused(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
