@@ -165,7 +165,6 @@ def store_problems(params: dag.Params) -> list[str]:
     there with exit 2 (a file a newer promotion wrote, a damaged one) is refused here too, before any step runs:
     the run used to start, write its own record into that store and exit 1 at data-check. A store that does not
     answer is the steps' to report (exit 1, as before): it may answer by then, and the run says which step failed."""
-    from pipeline.steps import champion_created
     from promotion.config import load_config
     from promotion.errors import ConfigError, PromotionError
     from promotion.store import ModelStore
@@ -176,9 +175,9 @@ def store_problems(params: dag.Params) -> list[str]:
         return []  # problems() names it
     store = ModelStore(params.store, params.model)
     try:
-        current = store.champion(env.name)
-        if current is not None:  # decide-retrain ages it by its `created`
-            champion_created(current[1], store.record_uri(current[0].record_id))
+        store.champion(
+            env.name
+        )  # refuses a damaged record (`created`, which decide-retrain ages it by, included)
         for other in dict.fromkeys(e for e in (env.promote_from, env.loadtest_from) if e):
             store.events(other)
     except PromotionError as exc:

@@ -38,10 +38,7 @@ def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
     from promotion.store import ModelStore
 
     try:
-        models = ModelStore(store, model)
-        current = models.champion(env)
-        if current is not None:
-            champion_created(current[1], models.record_uri(current[0].record_id))
+        current = ModelStore(store, model).champion(env)  # refuses a damaged record (`created` included)
     except PromotionError as exc:  # damaged, or written by a newer promotion: its message says the fix
         raise StoreUnreadable(f"the champion of {env} in {store}: {exc}", exit_code=EXIT_USAGE) from None
     except OSError as exc:  # fsspec's errors for a local path and the object stores' (down, denied) alike
@@ -52,22 +49,10 @@ def _champion(store: str, model: str, env: str) -> dict[str, Any] | None:
     return None if current is None else current[1]
 
 
-def champion_created(record: dict[str, Any], uri: str) -> dt.datetime:
-    """When the champion's record was written (`created`, ISO 8601), which decide-retrain ages it by. A time without
-    an offset is UTC, as monitoring reads one; a hand-edited value that is no time is promotion's kind of damage
-    (a PromotionError naming the file): it ended decide-retrain in a traceback, exit 1, after the data and drift
-    checks."""
-    from promotion.errors import PromotionError
-
-    value = record.get("created")
-    try:
-        when = dt.datetime.fromisoformat(value if isinstance(value, str) else "")
-    except ValueError:
-        raise PromotionError(
-            f"promotion record {uri} has `created` {value!r}, not an ISO 8601 time (promotion writes "
-            "2026-12-06T22:16:29Z): the champion's age is read from it. Restore the record from the bucket's "
-            "object versions or a backup; nothing was changed"
-        ) from None
+def champion_created(record: dict[str, Any]) -> dt.datetime:
+    """When the champion's record was written (`created`, ISO 8601: ModelStore.champion refuses one that is not),
+    which decide-retrain ages it by. A time without an offset is UTC, as monitoring reads one."""
+    when = dt.datetime.fromisoformat(record["created"])
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
@@ -129,7 +114,7 @@ def decide_retrain(args: argparse.Namespace) -> int:
     if champion is None:
         reasons.append(f"no champion in {args.env} yet")
     else:
-        created = champion_created(champion, "")  # checked by _champion: it names the file
+        created = champion_created(champion)
         age = (dt.datetime.now(dt.UTC) - created).total_seconds() / 86400
         if age > float(args.max_model_age_days):
             reasons.append(

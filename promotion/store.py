@@ -15,6 +15,7 @@ serves, the entry below it is where a rollback goes.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import math
 import os
@@ -183,14 +184,25 @@ class ModelStore:
         if not stack:
             return None
         record = self.read_record(stack[-1].record_id)
+        uri = self.record_uri(stack[-1].record_id)
         # What the candidate is compared with (record.schema.json requires it): without it the champion gate said
         # "no model is promoted yet" and let any candidate through, or was a traceback with exit 1.
         metrics = record["lineage"].get("metrics")
         if not isinstance(metrics, dict) or not isinstance(metrics.get("test"), dict):
             raise PromotionError(
-                f"promotion record {self.record_uri(stack[-1].record_id)} (what {environment} serves) has no "
-                f"`lineage.metrics.test` object to compare a candidate with: {_RESTORE}"
+                f"promotion record {uri} (what {environment} serves) has no `lineage.metrics.test` object to "
+                f"compare a candidate with: {_RESTORE}"
             )
+        # The champion's age (the retraining pipeline's schedule condition): a hand-edited value that is no time
+        # ended decide-retrain in a traceback, exit 1, after the data and drift checks.
+        created = record.get("created")
+        try:
+            dt.datetime.fromisoformat(created if isinstance(created, str) else "")
+        except ValueError:
+            raise PromotionError(
+                f"promotion record {uri} (what {environment} serves) has `created` {created!r}, not an ISO 8601 "
+                f"time (promotion writes 2026-12-06T22:16:29Z): {_RESTORE}"
+            ) from None
         return stack[-1], record
 
 

@@ -66,9 +66,12 @@ def test_gates_toml_not_utf8_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
     assert f"gate config {tmp_path} not found" in err and "--store" not in err
 
 
-def champion_store(tmp_path: Path, lineage_metrics: object) -> ModelStore:
+def champion_store(
+    tmp_path: Path, lineage_metrics: object, created: object = "2026-12-06T22:16:29Z"
+) -> ModelStore:
     store = ModelStore(str(tmp_path / "store"), "m")
-    record = {"record_id": "r1", "lineage": {"dataset_manifest_sha256": "a" * 64, "metrics": lineage_metrics}}
+    lineage = {"dataset_manifest_sha256": "a" * 64, "metrics": lineage_metrics}
+    record = {"record_id": "r1", "created": created, "lineage": lineage}
     store.write_record(record, "card")
     store.append_event("dev", {"action": "promote", "version": "1", "record_id": "r1"})
     return store
@@ -91,6 +94,14 @@ def test_a_champion_record_without_its_metrics_is_bad_input(
     err = capsys.readouterr().err
     assert "`lineage.metrics.test`" in err and "restore it" in err and "Traceback" not in err
     assert Path(store.history_uri("dev")).read_text() == history
+
+
+@pytest.mark.parametrize("created", ["last week", None, 20261206])
+def test_a_champion_record_whose_created_is_no_time_is_bad_input(tmp_path: Path, created: object) -> None:
+    """The pipeline's schedule condition ages the champion by it (a traceback at decide-retrain, exit 1)."""
+    store = champion_store(tmp_path, {"test": {"accuracy": 0.9}}, created=created)
+    with pytest.raises(PromotionError, match=f"promotion record {store.record_uri('r1')} .*`created`"):
+        store.champion("dev")
 
 
 def test_a_champion_record_with_its_metrics_reads(tmp_path: Path) -> None:
